@@ -1,0 +1,7 @@
+//! One module per subcommand. Each holds its clap arguments, its usage text and a `run`
+//! that wires a source through the engine into a sink.
+
+pub mod cat;
+pub mod completions;
+pub mod stats;
+pub mod verify;

@@ -1,0 +1,50 @@
+//! `sess stats`: where the bytes of a log go.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::cli::Global;
+use crate::io::{self, Flow, Input, OpenOptions, Sink};
+use crate::stats::Stats;
+
+const ABOUT: &str = "Show where the bytes of a log go, per event type";
+
+const LONG_ABOUT: &str = "Show where the bytes of a log go: for each top-level event type its count, \
+bytes (with the newline), share of all bytes and largest line, then totals, and the dialect \
+of the log (pi session file, pi --mode json old or new generation, DeepSeek Harness, op list) \
+told from its header and type vocabulary. Several inputs are counted together.";
+
+const EXAMPLES: &str = "Examples:
+  sess stats run.jsonl
+  sess stats --json run.jsonl.zst | jq '.types[] | select(.share > 0.1) | .type'";
+
+#[derive(Debug, clap::Args)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Args {
+    /// Input files ('-' or none for stdin).
+    pub files: Vec<PathBuf>,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, g: Global) -> Result<()> {
+    let inputs = Input::list(&args.files);
+    let mut stats = Stats::default();
+    io::each_line(&inputs, OpenOptions { quiet: g.quiet }, |_, line| {
+        stats.add(&line);
+        Ok(Flow::More)
+    })?;
+    let report = stats.report();
+    let mut out = Sink::open(None)?;
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        out.write_all(b"\n")?;
+    } else {
+        out.write_all(report.render().as_bytes())?;
+    }
+    out.finish()
+}

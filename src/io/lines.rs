@@ -1,0 +1,182 @@
+//! Splits a byte stream into raw lines.
+//!
+//! One buffer is owned here and lines are handed out as slices of it, so a line is copied at
+//! most once (when the buffer is compacted or grown). The buffer grows to fit the longest
+//! line and no further: memory is bounded by about twice the longest line.
+
+use std::io::{self, Read};
+
+const INITIAL_CAPACITY: usize = 256 * 1024;
+
+/// One line of input, without its `\n`. A `\r` before the `\n` stays part of the line:
+/// sess keeps bytes as they were, and JSON treats `\r` as whitespace anyway.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a> {
+    pub bytes: &'a [u8],
+    /// 1-based line number within its input.
+    pub number: u64,
+    /// Byte offset of the line's first byte within the (decompressed) input.
+    pub offset: u64,
+    /// False only for a last line that ended without `\n` (a torn line).
+    pub terminated: bool,
+}
+
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes in `buf`.
+    start: usize,
+    /// End of the valid bytes in `buf`.
+    end: usize,
+    /// Bytes in `start..scanned` are known to hold no `\n`.
+    scanned: usize,
+    eof: bool,
+    number: u64,
+    offset: u64,
+}
+
+impl<R: Read> LineReader<R> {
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: vec![0; INITIAL_CAPACITY],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            eof: false,
+            number: 0,
+            offset: 0,
+        }
+    }
+
+    /// Byte offset of the next line to be returned.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        loop {
+            if let Some(k) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let nl = self.scanned + k;
+                return Ok(Some(self.take(nl, nl + 1, true)));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let end = self.end;
+                return Ok(Some(self.take(end, end, false)));
+            }
+            self.fill()?;
+        }
+    }
+
+    fn take(&mut self, line_end: usize, next: usize, terminated: bool) -> Line<'_> {
+        let start = self.start;
+        self.start = next;
+        self.scanned = next;
+        self.number += 1;
+        let offset = self.offset;
+        self.offset += (next - start) as u64;
+        Line {
+            bytes: &self.buf[start..line_end],
+            number: self.number,
+            offset,
+            terminated,
+        }
+    }
+
+    /// Reads more bytes, making room by compacting or growing the buffer.
+    fn fill(&mut self) -> io::Result<()> {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+            } else {
+                let grown = self.buf.len() * 2;
+                self.buf.resize(grown, 0);
+            }
+        }
+        loop {
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per read, to exercise refills.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn collect(data: &[u8], step: usize) -> Vec<(Vec<u8>, u64, u64, bool)> {
+        let mut r = LineReader::new(Trickle { data, step });
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            out.push((l.bytes.to_vec(), l.number, l.offset, l.terminated));
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_with_positions() {
+        for step in [1, 3, 1 << 20] {
+            let got = collect(b"a\r\n\nbc\nlast", step);
+            assert_eq!(
+                got,
+                vec![
+                    (b"a\r".to_vec(), 1, 0, true),
+                    (b"".to_vec(), 2, 3, true),
+                    (b"bc".to_vec(), 3, 4, true),
+                    (b"last".to_vec(), 4, 7, false),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn empty_input_has_no_lines() {
+        assert!(collect(b"", 7).is_empty());
+        assert_eq!(collect(b"\n", 7), vec![(vec![], 1, 0, true)]);
+    }
+
+    #[test]
+    fn long_lines_grow_the_buffer() {
+        let long = vec![b'x'; INITIAL_CAPACITY * 3 + 17];
+        let mut data = long.clone();
+        data.push(b'\n');
+        data.extend_from_slice(b"tail\n");
+        let got = collect(&data, 100_000);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].0, long);
+        assert_eq!(got[1].0, b"tail");
+        assert_eq!(got[1].2, long.len() as u64 + 1);
+    }
+}

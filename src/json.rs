@@ -1,0 +1,471 @@
+//! A small scanner over raw JSON text.
+//!
+//! sess never re-serializes a line it keeps, so most decisions are made on the raw bytes:
+//! find a top-level field, skip a value, check that a line is well-formed. Nothing here
+//! recurses, so a line of a million `[` cannot overflow the stack.
+//!
+//! The validator is RFC 8259 strict with one deliberate extension: `\uXXXX` escapes of lone
+//! surrogates are accepted, because JavaScript's `JSON.stringify` writes them and the logs we
+//! read come from JavaScript producers.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A syntax error at a byte offset within the scanned text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub offset: usize,
+    pub expected: &'static str,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "expected {}", self.expected)
+    }
+}
+
+impl std::error::Error for SyntaxError {}
+
+fn err<T>(offset: usize, expected: &'static str) -> Result<T, SyntaxError> {
+    Err(SyntaxError { offset, expected })
+}
+
+/// JSON insignificant whitespace.
+#[inline]
+pub fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Checks that `text` is exactly one JSON value, optionally surrounded by whitespace.
+pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
+    if let Err(e) = std::str::from_utf8(text) {
+        return err(e.valid_up_to(), "valid UTF-8");
+    }
+    let start = skip_ws(text, 0);
+    if start == text.len() {
+        return err(start, "a JSON value");
+    }
+    let end = Validator { b: text }.value(start)?;
+    let end = skip_ws(text, end);
+    if end != text.len() {
+        return err(end, "end of line after the JSON value");
+    }
+    Ok(())
+}
+
+/// Strict, iterative validation. UTF-8 is checked once up front by `validate`.
+struct Validator<'a> {
+    b: &'a [u8],
+}
+
+impl Validator<'_> {
+    fn value(&self, mut i: usize) -> Result<usize, SyntaxError> {
+        // The stack holds one entry per open container: true for an object.
+        let mut stack: Vec<bool> = Vec::new();
+        loop {
+            // Expect a value at i.
+            i = skip_ws(self.b, i);
+            match self.b.get(i) {
+                Some(b'{') => {
+                    i = skip_ws(self.b, i + 1);
+                    if self.b.get(i) == Some(&b'}') {
+                        i += 1;
+                    } else {
+                        stack.push(true);
+                        i = self.key_colon(i)?;
+                        continue;
+                    }
+                }
+                Some(b'[') => {
+                    i = skip_ws(self.b, i + 1);
+                    if self.b.get(i) == Some(&b']') {
+                        i += 1;
+                    } else {
+                        stack.push(false);
+                        continue;
+                    }
+                }
+                Some(b'"') => i = self.string(i)?,
+                Some(b't') => i = self.literal(i, b"true")?,
+                Some(b'f') => i = self.literal(i, b"false")?,
+                Some(b'n') => i = self.literal(i, b"null")?,
+                Some(b'-' | b'0'..=b'9') => i = number_end(self.b, i)?,
+                _ => return err(i, "a JSON value"),
+            }
+            // After a value: close containers or move to the next member.
+            loop {
+                let Some(&in_object) = stack.last() else {
+                    return Ok(i);
+                };
+                i = skip_ws(self.b, i);
+                match self.b.get(i) {
+                    Some(b',') => {
+                        i += 1;
+                        if in_object {
+                            i = self.key_colon(skip_ws(self.b, i))?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if in_object => {
+                        stack.pop();
+                        i += 1;
+                    }
+                    Some(b']') if !in_object => {
+                        stack.pop();
+                        i += 1;
+                    }
+                    _ if in_object => return err(i, "',' or '}'"),
+                    _ => return err(i, "',' or ']'"),
+                }
+            }
+        }
+    }
+
+    fn key_colon(&self, i: usize) -> Result<usize, SyntaxError> {
+        if self.b.get(i) != Some(&b'"') {
+            return err(i, "a string key");
+        }
+        let i = skip_ws(self.b, self.string(i)?);
+        if self.b.get(i) != Some(&b':') {
+            return err(i, "':'");
+        }
+        Ok(i + 1)
+    }
+
+    fn literal(&self, i: usize, word: &[u8]) -> Result<usize, SyntaxError> {
+        if self.b[i..].starts_with(word) {
+            Ok(i + word.len())
+        } else {
+            err(i, "a JSON value")
+        }
+    }
+
+    /// `i` is at the opening quote; returns the index after the closing quote.
+    fn string(&self, i: usize) -> Result<usize, SyntaxError> {
+        let b = self.b;
+        let mut j = i + 1;
+        loop {
+            let Some(k) = memchr::memchr2(b'"', b'\\', &b[j..]) else {
+                return err(b.len(), "a closing '\"'");
+            };
+            if let Some(c) = b[j..j + k].iter().position(|&c| c < 0x20) {
+                return err(j + c, "no raw control character in a string (escape it)");
+            }
+            j += k;
+            if b[j] == b'"' {
+                return Ok(j + 1);
+            }
+            j = escape_end(b, j)?;
+        }
+    }
+}
+
+/// `i` is at a backslash; returns the index after the escape.
+fn escape_end(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
+    match b.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            let hex = b.get(i + 2..i + 6).unwrap_or(&[]);
+            if hex.len() == 4 && hex.iter().all(u8::is_ascii_hexdigit) {
+                Ok(i + 6)
+            } else {
+                err(i, "four hex digits after \\u")
+            }
+        }
+        _ => err(i, "a valid escape"),
+    }
+}
+
+/// Returns the end of a strict JSON number starting at `i`.
+pub fn number_end(b: &[u8], mut i: usize) -> Result<usize, SyntaxError> {
+    let digits = |b: &[u8], mut i: usize| {
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i, i - s)
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(b, i).0,
+        _ => return err(i, "a digit"),
+    }
+    if b.get(i) == Some(&b'.') {
+        let (j, n) = digits(b, i + 1);
+        if n == 0 {
+            return err(j, "a digit after '.'");
+        }
+        i = j;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let (j, n) = digits(b, i);
+        if n == 0 {
+            return err(j, "a digit in the exponent");
+        }
+        i = j;
+    }
+    Ok(i)
+}
+
+/// Skips one value starting at `i` (after whitespace) without validating it fully.
+/// Fast path for field lookup; returns `None` on text that is not JSON-shaped.
+pub fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    let i = skip_ws(b, i);
+    match *b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => container_end(b, i),
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !is_ws(b[j]) {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
+/// `i` is at an opening quote; returns the index after the closing quote.
+pub fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', &b[j..])?;
+        if b[j] == b'"' {
+            return Some(j + 1);
+        }
+        j += 2;
+        if j > b.len() {
+            return None;
+        }
+    }
+}
+
+fn container_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut j = i;
+    while j < b.len() {
+        match b[j] {
+            b'"' => {
+                j = string_end(b, j)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
+/// Iterates the members of the top-level object in `b` as (raw key content, raw value).
+/// The key is the text between the quotes, escapes undecoded. Stops at the first
+/// malformed member; callers that need certainty validate first.
+pub fn members(b: &[u8]) -> Members<'_> {
+    let i = skip_ws(b, 0);
+    let ok = b.get(i) == Some(&b'{');
+    Members {
+        b,
+        i: if ok { i + 1 } else { b.len() },
+        done: !ok,
+    }
+}
+
+pub struct Members<'a> {
+    b: &'a [u8],
+    i: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let b = self.b;
+        let mut i = skip_ws(b, self.i);
+        if b.get(i) == Some(&b',') {
+            i = skip_ws(b, i + 1);
+        }
+        let member = (|| {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = string_end(b, i)?;
+            let colon = skip_ws(b, key_end);
+            if b.get(colon) != Some(&b':') {
+                return None;
+            }
+            let vstart = skip_ws(b, colon + 1);
+            let vend = skip_value(b, vstart)?;
+            Some((&b[i + 1..key_end - 1], vstart, vend))
+        })();
+        match member {
+            Some((key, vstart, vend)) => {
+                self.i = vend;
+                Some((key, &b[vstart..vend]))
+            }
+            None => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}
+
+/// The raw value of a top-level field, found without parsing the rest of the line.
+pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    members(line)
+        .find(|(k, _)| *k == key.as_bytes())
+        .map(|(_, v)| v)
+}
+
+/// Decodes a raw JSON string value (with its quotes). Borrowed when it holds no escape.
+/// Lone surrogate escapes decode to U+FFFD; use this for decisions, never for output.
+pub fn str_value(raw: &[u8]) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if !inner.contains(&b'\\') {
+        return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+    }
+    decode_string(inner).map(Cow::Owned)
+}
+
+/// Decodes the content of a JSON string (between the quotes), replacing lone surrogates.
+pub fn decode_string(inner: &[u8]) -> Option<String> {
+    let units = decode_utf16_units(inner)?;
+    Some(String::from_utf16_lossy(&units))
+}
+
+/// Decodes the content of a JSON string into UTF-16 code units, exactly as JavaScript holds
+/// it: lone surrogates stay lone.
+pub fn decode_utf16_units(inner: &[u8]) -> Option<Vec<u16>> {
+    let text = std::str::from_utf8(inner).ok()?;
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u16; 2];
+            out.extend_from_slice(c.encode_utf16(&mut buf));
+            continue;
+        }
+        let (_, e) = chars.next()?;
+        let unit = match e {
+            '"' => b'"' as u16,
+            '\\' => b'\\' as u16,
+            '/' => b'/' as u16,
+            'b' => 0x08,
+            'f' => 0x0c,
+            'n' => b'\n' as u16,
+            'r' => b'\r' as u16,
+            't' => b'\t' as u16,
+            'u' => {
+                let hex = text.get(at + 2..at + 6)?;
+                for _ in 0..4 {
+                    chars.next();
+                }
+                u16::from_str_radix(hex, 16).ok()?
+            }
+            _ => return None,
+        };
+        out.push(unit);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_good_json() {
+        for s in [
+            "{}",
+            "[]",
+            " {\"a\":[1,2.5e-3,-0,true,false,null,\"x\\u00e9\\ud800\"]} ",
+            "\"\"",
+            "0",
+            "{\"a\":{\"b\":{\"c\":[[]]}}}",
+        ] {
+            validate(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e:?}"));
+        }
+    }
+
+    #[test]
+    fn rejects_bad_json_with_offsets() {
+        let cases: &[(&str, usize)] = &[
+            ("", 0),
+            ("{", 1),
+            ("{\"a\" 1}", 5),
+            ("{\"a\":1,}", 7),
+            ("[1,]", 3),
+            ("[01]", 2),
+            ("[1.]", 3),
+            ("\"a\tb\"", 2),
+            ("\"\\x\"", 1),
+            ("\"\\u12\"", 1),
+            ("{} x", 3),
+            ("tru", 0),
+            ("[1 2]", 3),
+        ];
+        for (s, off) in cases {
+            let e = validate(s.as_bytes()).expect_err(s);
+            assert_eq!(e.offset, *off, "{s}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_invalid_utf8() {
+        let e = validate(b"\"ab\xff\"").unwrap_err();
+        assert_eq!(e.offset, 3);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let deep = "[".repeat(1_000_000) + &"]".repeat(1_000_000);
+        validate(deep.as_bytes()).unwrap();
+        assert!(validate(&deep.as_bytes()[1..]).is_err());
+        assert_eq!(skip_value(deep.as_bytes(), 0), Some(deep.len()));
+    }
+
+    #[test]
+    fn finds_fields() {
+        let line = br#"{"a":{"type":"inner"},"s":"x\"}","type":"message_end","z":[1,{"q":2}]}"#;
+        assert_eq!(field(line, "type"), Some(&br#""message_end""#[..]));
+        assert_eq!(field(line, "z"), Some(&br#"[1,{"q":2}]"#[..]));
+        assert_eq!(field(line, "missing"), None);
+        assert_eq!(field(b"[1,2]", "type"), None);
+        assert_eq!(field(b"{\"type\":", "type"), None);
+    }
+
+    #[test]
+    fn decodes_strings() {
+        assert_eq!(str_value(br#""plain""#).unwrap(), "plain");
+        assert_eq!(str_value(br#""a\nb\u00e9""#).unwrap(), "a\nb\u{e9}");
+        assert_eq!(
+            decode_utf16_units(br"\ud800x").unwrap(),
+            vec![0xd800, b'x' as u16]
+        );
+        assert_eq!(str_value(b"12"), None);
+    }
+}

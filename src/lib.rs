@@ -1,0 +1,19 @@
+//! sess: make agent session logs small, safe and easy to read.
+//!
+//! Data flows one way: source → lines → events → command → sink.
+//!
+//! - [`io`]: inputs (files, stdin, zstd), the line splitter, and atomic outputs.
+//! - [`json`]: a non-recursive scanner over raw JSON text.
+//! - [`event`]: what commands ask of a raw line (its `type`), found without parsing it.
+//! - [`dialect`]: which producer wrote a log.
+//! - [`stats`]: where the bytes of a log go.
+//! - [`cmd`]: one module per subcommand, each with its own arguments and `run`.
+
+pub mod cli;
+pub mod cmd;
+pub mod dialect;
+pub mod event;
+pub mod io;
+pub mod json;
+pub mod range;
+pub mod stats;

@@ -1,0 +1,215 @@
+//! Where the bytes of a log go: counts and sizes per event type.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::dialect::{Dialect, Sniffer};
+use crate::event;
+use crate::io::Line;
+
+/// The bucket for lines that have no top-level string `type`.
+pub const NO_TYPE: &str = "(no type)";
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct TypeStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub largest: u64,
+}
+
+impl TypeStats {
+    fn add(&mut self, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.largest = self.largest.max(bytes);
+    }
+}
+
+/// Accumulates statistics line by line; memory grows with the number of distinct types.
+#[derive(Debug, Default)]
+pub struct Stats {
+    by_type: HashMap<String, TypeStats>,
+    total: TypeStats,
+    torn: u64,
+    sniffer: Sniffer,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TypeRow {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub count: u64,
+    pub bytes: u64,
+    /// Share of all bytes, 0..1.
+    pub share: f64,
+    pub largest: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dialect: &'static str,
+    pub dialect_description: &'static str,
+    pub events: u64,
+    pub bytes: u64,
+    pub largest: u64,
+    pub torn_lines: u64,
+    /// Sorted by bytes, largest first.
+    pub types: Vec<TypeRow>,
+}
+
+impl Stats {
+    pub fn add(&mut self, line: &Line<'_>) {
+        // A line's bytes include its newline: that is what it costs on disk.
+        let bytes = line.bytes.len() as u64 + u64::from(line.terminated);
+        let kind = event::kind(line.bytes);
+        self.sniffer.observe(line.bytes, kind.as_deref());
+        let key = kind.as_deref().unwrap_or(NO_TYPE);
+        match self.by_type.get_mut(key) {
+            Some(s) => s.add(bytes),
+            None => {
+                let mut s = TypeStats::default();
+                s.add(bytes);
+                self.by_type.insert(key.to_string(), s);
+            }
+        }
+        self.total.add(bytes);
+        self.torn += u64::from(!line.terminated);
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.sniffer.finish()
+    }
+
+    pub fn report(&self) -> Report {
+        let total = self.total.bytes.max(1) as f64;
+        let mut types: Vec<TypeRow> = self
+            .by_type
+            .iter()
+            .map(|(k, s)| TypeRow {
+                kind: k.clone(),
+                count: s.count,
+                bytes: s.bytes,
+                share: s.bytes as f64 / total,
+                largest: s.largest,
+            })
+            .collect();
+        types.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.kind.cmp(&b.kind)));
+        let dialect = self.dialect();
+        Report {
+            dialect: dialect.name(),
+            dialect_description: dialect.describe(),
+            events: self.total.count,
+            bytes: self.total.bytes,
+            largest: self.total.largest,
+            torn_lines: self.torn,
+            types,
+        }
+    }
+}
+
+impl Report {
+    /// A table for people.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "dialect: {} ({})",
+            self.dialect, self.dialect_description
+        );
+        let width = self
+            .types
+            .iter()
+            .map(|t| t.kind.chars().count())
+            .max()
+            .unwrap_or(4)
+            .max("type".len())
+            .max("total".len());
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>10}  {:>12}  {:>6}  {:>12}",
+            "type", "count", "bytes", "share", "largest"
+        );
+        for t in &self.types {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
+                t.kind,
+                t.count,
+                human_bytes(t.bytes),
+                t.share * 100.0,
+                human_bytes(t.largest)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
+            "total",
+            self.events,
+            human_bytes(self.bytes),
+            if self.events > 0 { 100.0 } else { 0.0 },
+            human_bytes(self.largest)
+        );
+        if self.torn_lines > 0 {
+            let _ = writeln!(out, "torn lines (no final newline): {}", self.torn_lines);
+        }
+        out
+    }
+}
+
+/// Bytes in binary units, exact below 1 KiB.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(bytes: &[u8], terminated: bool) -> Line<'_> {
+        Line {
+            bytes,
+            number: 1,
+            offset: 0,
+            terminated,
+        }
+    }
+
+    #[test]
+    fn counts_bytes_per_type() {
+        let mut s = Stats::default();
+        s.add(&line(br#"{"type":"a"}"#, true));
+        s.add(&line(br#"{"type":"a","x":12345}"#, true));
+        s.add(&line(br#"{"type":"b"}"#, false));
+        s.add(&line(b"[1]", true));
+        let r = s.report();
+        assert_eq!(r.events, 4);
+        assert_eq!(r.bytes, 13 + 23 + 12 + 4);
+        assert_eq!(r.torn_lines, 1);
+        assert_eq!(r.types[0].kind, "a");
+        assert_eq!(r.types[0].count, 2);
+        assert_eq!(r.types[0].largest, 23);
+        assert!(r.types.iter().any(|t| t.kind == NO_TYPE && t.bytes == 4));
+        let table = r.render();
+        assert!(table.contains("total"), "{table}");
+    }
+
+    #[test]
+    fn formats_bytes() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 << 30), "5.0 GiB");
+    }
+}
