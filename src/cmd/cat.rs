@@ -60,14 +60,14 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             return Ok(Flow::More);
         }
         position += 1;
-        if let Some(r) = &args.lines {
-            if !r.contains(position) {
-                return Ok(if r.is_past(position) {
-                    Flow::Stop
-                } else {
-                    Flow::More
-                });
-            }
+        if let Some(r) = &args.lines
+            && !r.contains(position)
+        {
+            return Ok(if r.is_past(position) {
+                Flow::Stop
+            } else {
+                Flow::More
+            });
         }
         if !args.types.is_empty() && !event::kind_is_one_of(line.bytes, &args.types) {
             return Ok(Flow::More);

@@ -1,0 +1,498 @@
+//! End-to-end tests of the foundation commands: cat, stats, verify, completions.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command as StdCommand, Stdio};
+
+use common::{FIXTURES, conformance, files_in, sess, testdata, zstd};
+use predicates::prelude::*;
+
+#[test]
+fn cat_reproduces_every_fixture_byte_for_byte() {
+    for f in FIXTURES {
+        let input = std::fs::read(testdata(f)).unwrap();
+        let out = sess().arg("cat").arg(testdata(f)).output().unwrap();
+        assert!(out.status.success(), "{f}");
+        assert_eq!(out.stdout, input, "{f}");
+    }
+}
+
+#[test]
+fn cat_reads_zstd_and_stdin() {
+    let plain = std::fs::read(testdata("pi-new.jsonl")).unwrap();
+    let compressed = zstd(&plain);
+    sess()
+        .arg("cat")
+        .write_stdin(compressed.clone())
+        .assert()
+        .success()
+        .stdout(plain.clone());
+    sess()
+        .args(["cat", "-"])
+        .write_stdin(plain.clone())
+        .assert()
+        .success()
+        .stdout(plain.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let z = dir.path().join("run.jsonl.zst");
+    std::fs::write(&z, &compressed).unwrap();
+    sess().arg("cat").arg(&z).assert().success().stdout(plain);
+}
+
+#[test]
+fn cat_reads_a_run_of_independent_zstd_frames() {
+    // DSH writes session.jsonl.zstd as one frame per batch.
+    let a = b"{\"type\":\"session\",\"version\":0}\n";
+    let b = b"{\"type\":\"turn/start\",\"seq\":0}\n{\"type\":\"turn/end\",\"seq\":1}\n";
+    let mut z = zstd(a);
+    z.extend(zstd(b));
+    let mut expect = a.to_vec();
+    expect.extend_from_slice(b);
+    sess()
+        .arg("cat")
+        .write_stdin(z)
+        .assert()
+        .success()
+        .stdout(expect);
+}
+
+#[test]
+fn cat_concatenates_several_inputs() {
+    let a = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let b = std::fs::read(testdata("dsh.jsonl")).unwrap();
+    let out = sess()
+        .arg("cat")
+        .arg(testdata("pi-old.jsonl"))
+        .arg(testdata("dsh.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, [a, b].concat());
+}
+
+#[test]
+fn cat_selects_by_type() {
+    let out = sess()
+        .args(["cat", "--type", "message_end", "-t", "tool_execution_end"])
+        .arg(testdata("pi-new.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let types: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            if l.contains("\"type\":\"message_end\"") {
+                "m"
+            } else {
+                "t"
+            }
+        })
+        .collect();
+    assert_eq!(types, ["m", "m", "t", "m", "m"]);
+    for l in text.lines() {
+        assert!(
+            l.starts_with("{\"type\":\"message_end\"")
+                || l.starts_with("{\"type\":\"tool_execution_end\"")
+        );
+    }
+}
+
+#[test]
+fn cat_selects_lines_and_tail() {
+    let input = std::fs::read_to_string(testdata("dsh.jsonl")).unwrap();
+    let lines: Vec<&str> = input.lines().collect();
+    let want = |r: &[&str]| r.iter().map(|l| format!("{l}\n")).collect::<String>();
+    sess()
+        .args(["cat", "--lines", "2..4"])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .stdout(want(&lines[1..4]));
+    sess()
+        .args(["cat", "--lines", "27.."])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .stdout(want(&lines[26..]));
+    sess()
+        .args(["cat", "--tail", "3"])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .stdout(want(&lines[lines.len() - 3..]));
+    sess()
+        .args(["cat", "--tail", "0"])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .success()
+        .stdout("");
+    sess()
+        .args(["cat", "--lines", "4..2"])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn cat_writes_output_file_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    sess()
+        .arg("cat")
+        .arg(testdata("pi-old.jsonl"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(testdata("pi-old.jsonl")).unwrap()
+    );
+    // A failing run (corrupt zstd after good data) leaves the old output untouched and no
+    // temporary file behind.
+    let mut bad = zstd(&std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    let n = bad.len();
+    bad[n / 2] ^= 0xFF;
+    bad[n - 6] ^= 0xFF;
+    let badf = dir.path().join("bad.zst");
+    std::fs::write(&badf, bad).unwrap();
+    sess()
+        .arg("cat")
+        .arg(&badf)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.zst"));
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(testdata("pi-old.jsonl")).unwrap()
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn closed_stdout_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    let line = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}\n", "y".repeat(1000));
+    std::fs::write(&big, line.repeat(20_000)).unwrap();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+        .arg("cat")
+        .arg(&big)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = vec![0u8; 10];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
+fn a_200_mib_line_passes_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.jsonl");
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(b"{\"type\":\"small\"}\n{\"type\":\"huge\",\"text\":\"")
+        .unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..200 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\"}\n").unwrap();
+    drop(f);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let out = sess()
+        .args(["cat", "--type", "huge"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout.len() as u64, len - 17);
+    assert!(out.stdout.starts_with(b"{\"type\":\"huge\""));
+    sess().arg("verify").arg(&path).assert().success();
+    sess()
+        .args(["stats", "--json"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "\"largest\":{}",
+            len - 17
+        )));
+}
+
+#[test]
+fn torn_last_line_is_reported() {
+    let data = b"{\"type\":\"a\"}\n{\"type\":\"b\",\"x\":[1,";
+    sess()
+        .arg("verify")
+        .write_stdin(&data[..])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("<stdin>:2: torn last line"))
+        .stdout(predicate::str::contains("<stdin>:2:20: invalid JSON"));
+    // cat keeps the complete line and drops the torn one with a warning.
+    sess()
+        .arg("cat")
+        .write_stdin(&data[..])
+        .assert()
+        .success()
+        .stdout("{\"type\":\"a\"}\n")
+        .stderr(predicate::str::contains(
+            "<stdin>:2: dropped a torn last line",
+        ));
+    // A complete JSON value without a final newline is kept by cat but flagged by verify.
+    sess()
+        .arg("cat")
+        .write_stdin("{\"a\":1}")
+        .assert()
+        .success()
+        .stdout("{\"a\":1}\n");
+    sess()
+        .arg("verify")
+        .write_stdin("{\"a\":1}")
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("torn last line"));
+    sess()
+        .arg("stats")
+        .write_stdin(&data[..])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("torn lines"));
+}
+
+#[test]
+fn malformed_line_names_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.jsonl");
+    std::fs::write(&path, "{\"type\":\"a\"}\n{\"type\":\"b\",}\n{\"c\":tru}\n").unwrap();
+    let name = path.display().to_string();
+    sess()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(format!(
+            "{name}:2:13: invalid JSON: expected a string key (byte offset 25)"
+        )))
+        .stdout(predicate::str::contains(format!(
+            "{name}:3:6: invalid JSON: expected a JSON value"
+        )))
+        .stdout(predicate::str::contains(
+            "FAILED: 3 lines in 1 input(s), 2 problem(s)",
+        ))
+        .stderr(predicate::str::contains("verify found 2 problem(s)"));
+}
+
+#[test]
+fn invalid_utf8_is_kept_by_cat_and_flagged_by_verify() {
+    let data = b"{\"type\":\"a\",\"t\":\"\xff\xfe\"}\n{\"type\":\"b\"}\n";
+    sess()
+        .arg("cat")
+        .write_stdin(&data[..])
+        .assert()
+        .success()
+        .stdout(&data[..]);
+    sess()
+        .arg("verify")
+        .write_stdin(&data[..])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "<stdin>:1:18: invalid JSON: expected valid UTF-8",
+        ));
+    sess()
+        .args(["cat", "-t", "b"])
+        .write_stdin(&data[..])
+        .assert()
+        .stdout("{\"type\":\"b\"}\n");
+}
+
+#[test]
+fn crlf_lines_are_kept() {
+    let data = "{\"type\":\"a\"}\r\n{\"type\":\"b\"}\r\n";
+    sess().arg("cat").write_stdin(data).assert().stdout(data);
+    sess().arg("verify").write_stdin(data).assert().success();
+    sess()
+        .args(["cat", "-t", "b"])
+        .write_stdin(data)
+        .assert()
+        .stdout("{\"type\":\"b\"}\r\n");
+}
+
+#[test]
+fn empty_input_is_fine() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    sess().arg("cat").arg(&empty).assert().success().stdout("");
+    sess()
+        .arg("verify")
+        .arg(&empty)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ok: 0 lines"));
+    sess()
+        .args(["stats", "--json"])
+        .arg(&empty)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"events\":0"));
+}
+
+#[test]
+fn missing_file_is_an_error_naming_it() {
+    for cmd in ["cat", "stats", "verify"] {
+        sess()
+            .args([cmd, "/no/such/file.jsonl"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("/no/such/file.jsonl: cannot open"));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    sess().arg("frobnicate").assert().code(2);
+    sess().args(["cat", "--lines", "x"]).assert().code(2);
+}
+
+#[test]
+fn stats_tells_the_dialect_of_every_fixture() {
+    let expect = [
+        ("pi-old.jsonl", "pi-stream-old"),
+        ("pi-new.jsonl", "pi-stream-new"),
+        ("pi-session.jsonl", "pi-session"),
+        ("dsh.jsonl", "dsh"),
+        ("oplist.jsonl", "op-list"),
+    ];
+    for (f, dialect) in expect {
+        let out = sess()
+            .args(["stats", "--json"])
+            .arg(testdata(f))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{f}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["dialect"], dialect, "{f}");
+        let input = std::fs::read_to_string(testdata(f)).unwrap();
+        assert_eq!(v["events"], input.lines().count(), "{f}");
+        assert_eq!(v["bytes"], input.len(), "{f}");
+        let sum: u64 = v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, input.len() as u64, "{f}");
+        sess()
+            .arg("stats")
+            .arg(testdata(f))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("dialect: {dialect}")));
+    }
+}
+
+#[test]
+fn stats_counts_the_pi_old_fixture_exactly() {
+    let out = sess()
+        .args(["stats", "--json"])
+        .arg(testdata("pi-old.jsonl"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |t: &str| {
+        v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["type"] == t)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row("message_update")["count"], 5);
+    assert_eq!(row("message_end")["count"], 2);
+    assert_eq!(v["types"][0]["type"], "message_update");
+}
+
+#[test]
+fn verify_passes_every_fixture() {
+    for f in FIXTURES {
+        sess()
+            .arg("verify")
+            .arg(testdata(f))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("ok:"));
+    }
+}
+
+#[test]
+fn completions_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        sess()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("sess"));
+    }
+}
+
+#[test]
+fn conformance_pi_sessions_and_dsh_fixtures_are_read() {
+    let mut files = Vec::new();
+    if let Some(dir) = conformance("pi-sessions") {
+        files.extend(files_in(&dir, ".jsonl"));
+    }
+    if let Some(dir) = conformance("dsh-fixtures") {
+        files.extend(files_in(&dir, ".jsonl"));
+    }
+    for f in &files {
+        let input = std::fs::read(f).unwrap();
+        let out = sess().arg("cat").arg(f).output().unwrap();
+        assert!(out.status.success(), "{}", f.display());
+        assert_eq!(out.stdout, input, "{}", f.display());
+        let out = sess().args(["stats", "--json"]).arg(f).output().unwrap();
+        assert!(out.status.success(), "{}", f.display());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["bytes"], input.len(), "{}", f.display());
+        sess().arg("verify").arg(f).assert().success();
+    }
+    if let Some(dir) = conformance("pi-sessions") {
+        for f in files_in(&dir, ".jsonl") {
+            let out = sess().args(["stats", "--json"]).arg(&f).output().unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["dialect"], "pi-session", "{}", f.display());
+        }
+    }
+}
+
+#[test]
+fn conformance_pi_streams_dialects() {
+    let Some(dir) = conformance("pi-streams") else {
+        return;
+    };
+    for (f, dialect) in [
+        ("pi-json-small.jsonl", "pi-stream-old"),
+        ("pi16-json-small.jsonl", "pi-stream-new"),
+        ("pi16-json-medium.jsonl", "pi-stream-new"),
+    ] {
+        let out = sess()
+            .args(["stats", "--json"])
+            .arg(dir.join(f))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["dialect"], dialect, "{f}");
+    }
+}

@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The `sess` binary under test.
+pub fn sess() -> Command {
+    Command::cargo_bin("sess").expect("the sess binary is built")
+}
+
+/// A file in `testdata/`.
+pub fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name)
+}
+
+/// The fixtures of every dialect in `testdata/`.
+pub const FIXTURES: &[&str] = &[
+    "pi-old.jsonl",
+    "pi-new.jsonl",
+    "pi-session.jsonl",
+    "dsh.jsonl",
+    "oplist.jsonl",
+];
+
+/// `../shared/conformance/SUB`, or `None` (after saying so) when it is absent: a user who
+/// cloned only this project does not have it, and their tests must still pass.
+pub fn conformance(sub: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance")
+        .join(sub);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("SKIPPED: {} is absent", dir.display());
+        None
+    }
+}
+
+/// The files in `dir` whose names end with `suffix`, sorted.
+pub fn files_in(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("readable directory")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// zstd-compresses bytes the way any standard tool would.
+pub fn zstd(data: &[u8]) -> Vec<u8> {
+    zstd::encode_all(data, 3).expect("zstd in memory")
+}
