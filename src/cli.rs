@@ -36,6 +36,8 @@ pub struct Global {
 pub enum Command {
     Cat(cmd::cat::Args),
     Stats(cmd::stats::Args),
+    Pack(cmd::pack::Args),
+    Unpack(cmd::unpack::Args),
     Verify(cmd::verify::Args),
     Completions(cmd::completions::Args),
 }

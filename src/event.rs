@@ -1,8 +1,80 @@
-//! What commands ask of a raw line, answered by scanning its bytes.
+//! Logical events, and what commands ask of one, answered by scanning its raw bytes.
+//!
+//! Reading is layout-blind: a packed row is expanded into the events it holds wherever
+//! events are read, so every command sees the same logical log whatever its layout.
 
 use std::borrow::Cow;
 
+use anyhow::{Result, anyhow};
+
+use crate::io::{self, Flow, Input, Line, OpenOptions};
 use crate::json;
+use crate::rows;
+
+/// One logical event: a whole line, or one member of a packed row.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'a> {
+    /// The event's bytes, without newline.
+    pub bytes: &'a [u8],
+    /// The physical line it came from.
+    pub line: Line<'a>,
+    /// For a member of a packed row: its position and the row's member count.
+    pub member: Option<(usize, usize)>,
+}
+
+impl Event<'_> {
+    /// Whether this is the first event read from its physical line.
+    pub fn starts_line(&self) -> bool {
+        self.member.is_none_or(|(k, _)| k == 0)
+    }
+}
+
+/// Calls `f` with every logical event of every input, in order, until it says
+/// [`Flow::Stop`]. A malformed packed row is an error naming its file and line.
+pub fn each_event(
+    inputs: &[Input],
+    opts: OpenOptions,
+    mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
+) -> Result<()> {
+    let mut buf = Vec::new();
+    io::each_line(inputs, opts, |name, line| {
+        let whole = Event {
+            bytes: line.bytes,
+            line,
+            member: None,
+        };
+        let Some(tag) = rows::row_tag(line.bytes) else {
+            return f(name, &whole);
+        };
+        if let Err(e) = json::validate(line.bytes) {
+            if !line.terminated {
+                // A torn row: leave it to the caller's torn-line policy.
+                return f(name, &whole);
+            }
+            return Err(anyhow!(
+                "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
+                io::at(name, &line),
+                e.offset + 1,
+                line.offset + e.offset as u64
+            ));
+        }
+        let row =
+            rows::decode(line.bytes, tag).map_err(|e| anyhow!("{}: {e}", io::at(name, &line)))?;
+        for k in 0..row.len() {
+            buf.clear();
+            row.write_member(k, &mut buf);
+            let ev = Event {
+                bytes: &buf,
+                line,
+                member: Some((k, row.len())),
+            };
+            if f(name, &ev)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::More)
+    })
+}
 
 /// The top-level `type` of a line, if the line is an object with a string `type`.
 /// Only the bytes up to that field are looked at.

@@ -334,11 +334,22 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// The raw value of a top-level field, found without parsing the rest of the line.
+/// The raw value of a top-level field. Like `JSON.parse` and jq, the last of duplicate keys
+/// wins, so every top-level member is skipped over (cheaply: strings by memchr).
+/// Keys spelled with escapes are compared decoded.
 pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
     members(line)
-        .find(|(k, _)| *k == key.as_bytes())
+        .filter(|(k, _)| key_is(k, key))
+        .last()
         .map(|(_, v)| v)
+}
+
+/// Whether a raw key (text between the quotes) spells `key`.
+pub fn key_is(raw: &[u8], key: &str) -> bool {
+    if raw == key.as_bytes() {
+        return true;
+    }
+    raw.contains(&b'\\') && decode_string(raw).is_some_and(|k| k == key)
 }
 
 /// Decodes a raw JSON string value (with its quotes). Borrowed when it holds no escape.
@@ -467,5 +478,221 @@ mod tests {
             vec![0xd800, b'x' as u16]
         );
         assert_eq!(str_value(b"12"), None);
+    }
+}
+
+/// The largest integer a JavaScript number holds exactly (2^53 - 1).
+pub const MAX_SAFE: i64 = 9_007_199_254_740_991;
+
+/// Parses a raw JSON number as JavaScript does (`1e400` is infinite, `-0` is negative zero).
+pub fn number_value(raw: &[u8]) -> Option<f64> {
+    let end = number_end(raw, 0).ok()?;
+    if end != raw.len() {
+        return None;
+    }
+    std::str::from_utf8(raw).ok()?.parse::<f64>().ok()
+}
+
+/// The value of a raw JSON number if it is a JavaScript safe integer (`Number.isSafeInteger`,
+/// where `-0` counts and is 0).
+pub fn safe_integer(raw: &[u8]) -> Option<i64> {
+    let v = number_value(raw)?;
+    (v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE as f64).then_some(v as i64)
+}
+
+/// Formats a number as JavaScript's `JSON.stringify` does: shortest round-trip digits,
+/// exponent form below 1e-6 and from 1e21, `-0` as `0`, non-finite as `null`.
+pub fn js_number(v: f64) -> String {
+    if !v.is_finite() {
+        return "null".to_string();
+    }
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    // `{:e}` gives the shortest digits that round-trip, as d.ddde±x.
+    let sci = format!("{:e}", v.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("LowerExp has an exponent");
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i32;
+    let n = exp.parse::<i32>().expect("LowerExp exponent is an integer") + 1;
+    let body = if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let esign = if e < 0 { '-' } else { '+' };
+        if k == 1 {
+            format!("{digits}e{esign}{}", e.abs())
+        } else {
+            format!("{}.{}e{esign}{}", &digits[..1], &digits[1..], e.abs())
+        }
+    };
+    format!("{sign}{body}")
+}
+
+/// Whether a raw JSON number is spelled exactly as `JSON.stringify` would spell its value.
+pub fn is_canonical_number(raw: &[u8]) -> bool {
+    number_value(raw).is_some_and(|v| v.is_finite() && js_number(v).as_bytes() == raw)
+}
+
+/// Whether the content of a JSON string (between the quotes) is spelled exactly as
+/// JavaScript's well-formed `JSON.stringify` spells it: the short escapes, `\u00xx` (lower
+/// case) for other control characters, `\udxxx` for lone surrogates, everything else raw.
+/// The text must already be known to be valid UTF-8.
+pub fn is_canonical_string(inner: &[u8]) -> bool {
+    let mut i = 0;
+    while i < inner.len() {
+        match inner[i] {
+            b'"' => return false,
+            c if c < 0x20 => return false,
+            b'\\' => match inner.get(i + 1) {
+                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                Some(b'u') => {
+                    let Some(unit) = lower_hex4(inner, i + 2) else {
+                        return false;
+                    };
+                    let short_form = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+                    let lone = match unit {
+                        0xD800..=0xDBFF => {
+                            // A high surrogate escape followed by a low one is a pair,
+                            // which JSON.stringify writes raw.
+                            !(inner.get(i + 6..i + 8) == Some(b"\\u")
+                                && lower_hex4(inner, i + 8)
+                                    .is_some_and(|u| (0xDC00..=0xDFFF).contains(&u)))
+                        }
+                        0xDC00..=0xDFFF => true,
+                        _ => false,
+                    };
+                    if !((unit < 0x20 && !short_form) || lone) {
+                        return false;
+                    }
+                    i += 6;
+                }
+                _ => return false,
+            },
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+/// Four lower-case hex digits at `at`, as a code unit.
+fn lower_hex4(b: &[u8], at: usize) -> Option<u16> {
+    let hex = b.get(at..at + 4)?;
+    if !hex
+        .iter()
+        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    {
+        return None;
+    }
+    u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+#[cfg(test)]
+mod js_tests {
+    use super::*;
+
+    #[test]
+    fn formats_numbers_like_javascript() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1.0, "1"),
+            (-5.0, "-5"),
+            (1.5, "1.5"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (2f64.powi(60), "1152921504606847000"),
+            (9007199254740991.0, "9007199254740991"),
+            (123456.789, "123456.789"),
+            (f64::INFINITY, "null"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(js_number(*v), *want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn canonical_numbers() {
+        for ok in [
+            "0",
+            "1",
+            "-1",
+            "1.5",
+            "1e+21",
+            "5e-324",
+            "1152921504606847000",
+        ] {
+            assert!(is_canonical_number(ok.as_bytes()), "{ok}");
+        }
+        for bad in [
+            "-0",
+            "1.0",
+            "1e0",
+            "01",
+            "1E+21",
+            "1e21",
+            "1152921504606846977",
+            "1e400",
+            "x",
+        ] {
+            assert!(!is_canonical_number(bad.as_bytes()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn safe_integers() {
+        assert_eq!(safe_integer(b"12"), Some(12));
+        assert_eq!(safe_integer(b"-0"), Some(0));
+        assert_eq!(safe_integer(b"1e1"), Some(10));
+        assert_eq!(safe_integer(b"9007199254740991"), Some(MAX_SAFE));
+        assert_eq!(safe_integer(b"-9007199254740991"), Some(-MAX_SAFE));
+        assert_eq!(safe_integer(b"9007199254740992"), None);
+        assert_eq!(safe_integer(b"1.5"), None);
+        assert_eq!(safe_integer(b"1e400"), None);
+        assert_eq!(safe_integer(b"null"), None);
+    }
+
+    #[test]
+    fn canonical_strings() {
+        for ok in [
+            "",
+            "plain",
+            "a\\\"b",
+            "\\\\",
+            "\\n\\t\\r\\b\\f",
+            "\\u0000",
+            "\\u001f",
+            "\\ud800",
+            "\\udfff",
+            "x\\ud800y",
+            "\\ud800\\ud800",
+            "é🦀\u{2028}\u{7f}/",
+        ] {
+            assert!(is_canonical_string(ok.as_bytes()), "{ok}");
+        }
+        for bad in [
+            "\\u0041",
+            "\\/",
+            "\\u000a",
+            "\\u001F",
+            "\\uD800",
+            "\\ud83d\\ude00",
+            "\t",
+            "\\x",
+            "\\u00",
+        ] {
+            assert!(!is_canonical_string(bad.as_bytes()), "{bad}");
+        }
     }
 }

@@ -16,4 +16,5 @@ pub mod event;
 pub mod io;
 pub mod json;
 pub mod range;
+pub mod rows;
 pub mod stats;

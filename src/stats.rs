@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::dialect::{Dialect, Sniffer};
-use crate::event;
+use crate::event::{self, Event};
 use crate::io::Line;
+use crate::rows::Packer;
 
 /// The bucket for lines that have no top-level string `type`.
 pub const NO_TYPE: &str = "(no type)";
@@ -28,12 +29,32 @@ impl TypeStats {
 }
 
 /// Accumulates statistics line by line; memory grows with the number of distinct types.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Stats {
     by_type: HashMap<String, TypeStats>,
     total: TypeStats,
     torn: u64,
     sniffer: Sniffer,
+    /// Logical events (packed rows expanded) and their bytes.
+    logical: TypeStats,
+    /// What `sess pack` would write for the logical events.
+    packer: Packer,
+    packed: ByteCount,
+}
+
+/// A writer that only counts.
+#[derive(Default)]
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -55,11 +76,29 @@ pub struct Report {
     pub bytes: u64,
     pub largest: u64,
     pub torn_lines: u64,
+    /// Logical events: packed rows count as the events they hold.
+    pub logical_events: u64,
+    pub logical_bytes: u64,
+    /// Bytes `sess pack --plain` would write.
+    pub packed_bytes: u64,
     /// Sorted by bytes, largest first.
     pub types: Vec<TypeRow>,
 }
 
 impl Stats {
+    /// Counts one logical event; its physical line is counted with the line's first event.
+    pub fn add_event(&mut self, ev: &Event<'_>) {
+        if ev.starts_line() {
+            self.add(&ev.line);
+        }
+        let terminated = ev.line.terminated || ev.member.is_some();
+        self.logical
+            .add(ev.bytes.len() as u64 + u64::from(terminated));
+        // Writing to a counter cannot fail.
+        let _ = self.packer.event(ev.bytes, terminated, &mut self.packed);
+    }
+
+    /// Counts one physical line.
     pub fn add(&mut self, line: &Line<'_>) {
         // A line's bytes include its newline: that is what it costs on disk.
         let bytes = line.bytes.len() as u64 + u64::from(line.terminated);
@@ -82,7 +121,8 @@ impl Stats {
         self.sniffer.finish()
     }
 
-    pub fn report(&self) -> Report {
+    pub fn report(&mut self) -> Report {
+        let _ = self.packer.finish(&mut self.packed);
         let total = self.total.bytes.max(1) as f64;
         let mut types: Vec<TypeRow> = self
             .by_type
@@ -104,6 +144,9 @@ impl Stats {
             bytes: self.total.bytes,
             largest: self.total.largest,
             torn_lines: self.torn,
+            logical_events: self.logical.count,
+            logical_bytes: self.logical.bytes,
+            packed_bytes: self.packed.0,
             types,
         }
     }
@@ -151,10 +194,33 @@ impl Report {
             if self.events > 0 { 100.0 } else { 0.0 },
             human_bytes(self.largest)
         );
+        if self.logical_events != self.events {
+            let _ = writeln!(
+                out,
+                "logical events (packed rows expanded): {} in {}",
+                self.logical_events,
+                human_bytes(self.logical_bytes)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "sess pack would write: {} ({:.1}% of the logical bytes)",
+            human_bytes(self.packed_bytes),
+            percent(self.packed_bytes, self.logical_bytes)
+        );
         if self.torn_lines > 0 {
             let _ = writeln!(out, "torn lines (no final newline): {}", self.torn_lines);
         }
         out
+    }
+}
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
     }
 }
 

@@ -15,8 +15,9 @@ use crate::range::Range;
 const ABOUT: &str = "Print the logical events of a log as JSONL";
 
 const LONG_ABOUT: &str = "Print the logical events of one or more logs as JSONL, one event per line, \
-each exactly as it was written. Inputs may be plain JSONL or zstd (detected by magic). \
-Several inputs are read in order, as one stream.\n\n\
+each exactly as it was written. Inputs may be plain JSONL or zstd (detected by magic), \
+and packed chunk rows are expanded into the events they hold. Several inputs are read in \
+order, as one stream.\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
 not valid JSON is a torn write and is dropped with a warning on stderr.";
 
@@ -55,8 +56,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut sink = Sink::open(args.output.as_deref())?;
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    io::each_line(&inputs, OpenOptions { quiet: g.quiet }, |name, line| {
-        if is_torn(name, &line) {
+    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |name, ev| {
+        if ev.member.is_none() && is_torn(name, &ev.line) {
             return Ok(Flow::More);
         }
         position += 1;
@@ -69,7 +70,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 Flow::More
             });
         }
-        if !args.types.is_empty() && !event::kind_is_one_of(line.bytes, &args.types) {
+        if !args.types.is_empty() && !event::kind_is_one_of(ev.bytes, &args.types) {
             return Ok(Flow::More);
         }
         match args.tail {
@@ -78,9 +79,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 if tail.len() == n {
                     tail.pop_front();
                 }
-                tail.push_back(line.bytes.to_vec());
+                tail.push_back(ev.bytes.to_vec());
             }
-            None => write_line(&mut sink, line.bytes)?,
+            None => write_line(&mut sink, ev.bytes)?,
         }
         Ok(Flow::More)
     })?;

@@ -3,5 +3,7 @@
 
 pub mod cat;
 pub mod completions;
+pub mod pack;
 pub mod stats;
+pub mod unpack;
 pub mod verify;

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::cli::Global;
-use crate::io::{self, Flow, Input, OpenOptions, Sink};
+use crate::event;
+use crate::io::{Flow, Input, OpenOptions, Sink};
 use crate::stats::Stats;
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
@@ -14,7 +15,9 @@ const ABOUT: &str = "Show where the bytes of a log go, per event type";
 const LONG_ABOUT: &str = "Show where the bytes of a log go: for each top-level event type its count, \
 bytes (with the newline), share of all bytes and largest line, then totals, and the dialect \
 of the log (pi session file, pi --mode json old or new generation, DeepSeek Harness, op list) \
-told from its header and type vocabulary. Several inputs are counted together.";
+told from its header and type vocabulary. Packed rows are counted as lines of their own \
+type; the number of logical events they hold, and the bytes 'sess pack' would write, follow \
+the table. Several inputs are counted together.";
 
 const EXAMPLES: &str = "Examples:
   sess stats run.jsonl
@@ -34,8 +37,8 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let mut stats = Stats::default();
-    io::each_line(&inputs, OpenOptions { quiet: g.quiet }, |_, line| {
-        stats.add(&line);
+    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |_, ev| {
+        stats.add_event(ev);
         Ok(Flow::More)
     })?;
     let report = stats.report();
