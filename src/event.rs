@@ -43,23 +43,21 @@ pub fn each_event(
             line,
             member: None,
         };
-        let Some(tag) = rows::row_tag(line.bytes) else {
-            return f(name, &whole);
-        };
-        if let Err(e) = json::validate(line.bytes) {
-            if !line.terminated {
-                // A torn row: leave it to the caller's torn-line policy.
-                return f(name, &whole);
+        let row = match rows::parse(line.bytes) {
+            rows::Parsed::Event => return f(name, &whole),
+            rows::Parsed::Row(row) => row,
+            // A torn row: leave it to the caller's torn-line policy.
+            rows::Parsed::BadJson(..) if !line.terminated => return f(name, &whole),
+            rows::Parsed::BadJson(_, e) => {
+                return Err(anyhow!(
+                    "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
+                    io::at(name, &line),
+                    e.offset + 1,
+                    line.offset + e.offset as u64
+                ));
             }
-            return Err(anyhow!(
-                "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
-                io::at(name, &line),
-                e.offset + 1,
-                line.offset + e.offset as u64
-            ));
-        }
-        let row =
-            rows::decode(line.bytes, tag).map_err(|e| anyhow!("{}: {e}", io::at(name, &line)))?;
+            rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", io::at(name, &line))),
+        };
         for k in 0..row.len() {
             buf.clear();
             row.write_member(k, &mut buf);

@@ -148,23 +148,27 @@ impl Validator<'_> {
         }
     }
 
-    /// `i` is at the opening quote; returns the index after the closing quote.
     fn string(&self, i: usize) -> Result<usize, SyntaxError> {
-        let b = self.b;
-        let mut j = i + 1;
-        loop {
-            let Some(k) = memchr::memchr2(b'"', b'\\', &b[j..]) else {
-                return err(b.len(), "a closing '\"'");
-            };
-            if let Some(c) = b[j..j + k].iter().position(|&c| c < 0x20) {
-                return err(j + c, "no raw control character in a string (escape it)");
-            }
-            j += k;
-            if b[j] == b'"' {
-                return Ok(j + 1);
-            }
-            j = escape_end(b, j)?;
+        string_end_strict(self.b, i)
+    }
+}
+
+/// `i` is at an opening quote; returns the index after the closing quote, checking escapes
+/// and raw control characters (not UTF-8: `validate` checks that once per line).
+pub fn string_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
+    let mut j = i + 1;
+    loop {
+        let Some(k) = memchr::memchr2(b'"', b'\\', &b[j..]) else {
+            return err(b.len(), "a closing '\"'");
+        };
+        if let Some(c) = b[j..j + k].iter().position(|&c| c < 0x20) {
+            return err(j + c, "no raw control character in a string (escape it)");
         }
+        j += k;
+        if b[j] == b'"' {
+            return Ok(j + 1);
+        }
+        j = escape_end(b, j)?;
     }
 }
 
@@ -493,9 +497,33 @@ pub fn number_value(raw: &[u8]) -> Option<f64> {
     std::str::from_utf8(raw).ok()?.parse::<f64>().ok()
 }
 
+/// The value of plain integer text `-?(0|[1-9][0-9]*)` of at most 15 digits. Every such
+/// integer is exact in a double, and JavaScript prints it back in the same digits (except
+/// `-0`). The fast path for the numbers logs are full of.
+pub fn small_int(raw: &[u8]) -> Option<i64> {
+    let (neg, digits) = match raw.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, raw),
+    };
+    if digits.is_empty() || digits.len() > 15 || (digits[0] == b'0' && digits.len() > 1) {
+        return None;
+    }
+    let mut v = 0i64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if neg { -v } else { v })
+}
+
 /// The value of a raw JSON number if it is a JavaScript safe integer (`Number.isSafeInteger`,
 /// where `-0` counts and is 0).
 pub fn safe_integer(raw: &[u8]) -> Option<i64> {
+    if let Some(v) = small_int(raw) {
+        return Some(v);
+    }
     let v = number_value(raw)?;
     (v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE as f64).then_some(v as i64)
 }
@@ -536,15 +564,19 @@ pub fn js_number(v: f64) -> String {
 
 /// Whether a raw JSON number is spelled exactly as `JSON.stringify` would spell its value.
 pub fn is_canonical_number(raw: &[u8]) -> bool {
+    if small_int(raw).is_some() {
+        return raw != b"-0";
+    }
     number_value(raw).is_some_and(|v| v.is_finite() && js_number(v).as_bytes() == raw)
 }
 
 /// Whether the content of a JSON string (between the quotes) is spelled exactly as
 /// JavaScript's well-formed `JSON.stringify` spells it: the short escapes, `\u00xx` (lower
 /// case) for other control characters, `\udxxx` for lone surrogates, everything else raw.
-/// The text must already be known to be valid UTF-8.
+/// Invalid UTF-8 is not canonical.
 pub fn is_canonical_string(inner: &[u8]) -> bool {
     let mut i = 0;
+    let mut ascii = true;
     while i < inner.len() {
         match inner[i] {
             b'"' => return false,
@@ -574,10 +606,13 @@ pub fn is_canonical_string(inner: &[u8]) -> bool {
                 }
                 _ => return false,
             },
-            _ => i += 1,
+            c => {
+                ascii &= c < 0x80;
+                i += 1;
+            }
         }
     }
-    true
+    ascii || std::str::from_utf8(inner).is_ok()
 }
 
 /// Four lower-case hex digits at `at`, as a code unit.

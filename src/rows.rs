@@ -86,24 +86,55 @@ pub struct Row<'a> {
     /// Each member's seq and time, or `None` for DSH's normalized fixtures, which strip
     /// `seq0`/`time0` (and their events strip `seq`/`time`).
     clock: Option<Vec<(i64, i64)>>,
-    turn: String,
-    step: String,
-    index: String,
+    /// `"data":{"turn":U,"step":P,"chunk":{"type":"…-delta","index":I`, the same for every
+    /// member.
+    data_head: Vec<u8>,
     /// Raw JSON strings, quotes included.
     id: Option<&'a [u8]>,
     name: Option<&'a [u8]>,
     members: Vec<&'a [u8]>,
 }
 
-/// The row tag of a line, if its top-level `type` (the last one, as `JSON.parse` reads
-/// duplicates) names a row. Anything else is an ordinary event.
-pub fn row_tag(line: &[u8]) -> Option<Tag> {
-    // Cheap reject: every row tag contains this text unescaped, or an escape.
-    if memchr::memmem::find(line, b"chunks").is_none() && !line.contains(&b'\\') {
-        return None;
+/// What a line is, as far as packed rows go.
+#[derive(Debug)]
+pub enum Parsed<'a> {
+    /// Not a row: an ordinary event, passed on unvalidated.
+    Event,
+    Row(Row<'a>),
+    /// Names a row but is not valid JSON.
+    BadJson(Tag, json::SyntaxError),
+    /// A row that fails the row checks.
+    BadRow(RowError),
+}
+
+/// Every row tag ends with this text; a line without it (and without an escape that could
+/// spell it) cannot be a row.
+static CHUNKS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"chunks"));
+
+/// Tells a row from an event and decodes the row. A line is a row when its top-level `type`
+/// (the last one, as `JSON.parse` reads duplicates) is a row tag.
+pub fn parse(line: &[u8]) -> Parsed<'_> {
+    if CHUNKS.find(line).is_none() && memchr::memchr(b'\\', line).is_none() {
+        return Parsed::Event;
     }
-    let raw = json::field(line, "type")?;
-    Tag::from_name(&json::str_value(raw)?)
+    if let Some(row) = canonical_row(line) {
+        return Parsed::Row(row);
+    }
+    let env = object(line);
+    let Some(tag) = get(&env, "type")
+        .and_then(json::str_value)
+        .and_then(|t| Tag::from_name(&t))
+    else {
+        return Parsed::Event;
+    };
+    if let Err(e) = json::validate(line) {
+        return Parsed::BadJson(tag, e);
+    }
+    match decode_object(&env, tag) {
+        Ok(row) => Parsed::Row(row),
+        Err(e) => Parsed::BadRow(e),
+    }
 }
 
 /// The top-level members of an object, duplicates resolved as `JSON.parse` does (the last
@@ -161,21 +192,19 @@ fn array(raw: &[u8]) -> Option<Vec<&[u8]>> {
     }
 }
 
-/// Validates a row in DSH's order of checks and returns it ready to expand. `line` must be
-/// a row (see [`row_tag`]) and valid JSON.
-pub fn decode(line: &[u8], tag: Tag) -> Result<Row<'_>, RowError> {
+/// Validates a row in DSH's order of checks, on its envelope's members (valid JSON).
+fn decode_object<'a>(env: &[(Cow<'_, str>, &'a [u8])], tag: Tag) -> Result<Row<'a>, RowError> {
     let fail = |why: &str| RowError {
         tag,
         why: why.to_string(),
     };
-    let env = object(line);
     // DSH's normalized fixtures strip seq0/time0; everything else must carry both.
-    let stamped = has_exact_keys(&env, &["type", "seq0", "time0", "data"]);
-    if !stamped && !has_exact_keys(&env, &["type", "data"]) {
+    let stamped = has_exact_keys(env, &["type", "seq0", "time0", "data"]);
+    if !stamped && !has_exact_keys(env, &["type", "data"]) {
         return Err(fail("envelope must be exactly {type, seq0, time0, data}"));
     }
     let seq0 = if stamped {
-        let v = get(&env, "seq0").and_then(json::safe_integer);
+        let v = get(env, "seq0").and_then(json::safe_integer);
         Some(
             v.filter(|s| *s >= 0)
                 .ok_or_else(|| fail("seq0 must be a non-negative safe integer"))?,
@@ -185,14 +214,14 @@ pub fn decode(line: &[u8], tag: Tag) -> Result<Row<'_>, RowError> {
     };
     let time0 = if stamped {
         Some(
-            get(&env, "time0")
+            get(env, "time0")
                 .and_then(json::safe_integer)
                 .ok_or_else(|| fail("time0 must be a safe integer"))?,
         )
     } else {
         None
     };
-    let data_raw = get(&env, "data").unwrap_or_default();
+    let data_raw = get(env, "data").unwrap_or_default();
     if !matches!(data_raw.first(), Some(b'{' | b'[')) {
         return Err(fail("data must be an object"));
     }
@@ -239,29 +268,116 @@ pub fn decode(line: &[u8], tag: Tag) -> Result<Row<'_>, RowError> {
                 .collect::<Option<Vec<_>>>()
         })
         .ok_or_else(|| fail("dt must be an array of safe integers"))?;
+    let stamp = seq0.zip(time0);
+    build(tag, stamp, [turn, step, index], id, name, members, &dt).map_err(|why| fail(&why))
+}
+
+/// The checks both decoding paths share (dt length, safe member seqs and times), then the
+/// row ready to expand.
+fn build<'a>(
+    tag: Tag,
+    stamp: Option<(i64, i64)>,
+    [turn, step, index]: [&[u8]; 3],
+    id: Option<&'a [u8]>,
+    name: Option<&'a [u8]>,
+    members: Vec<&'a [u8]>,
+    dt: &[i64],
+) -> Result<Row<'a>, String> {
     if dt.len() != members.len() - 1 {
-        return Err(fail(&format!(
+        return Err(format!(
             "dt length {} does not match {} members",
             dt.len(),
             members.len()
-        )));
+        ));
     }
-    let clock = match (seq0, time0) {
-        (Some(seq0), Some(time0)) => Some(member_clock(seq0, time0, &dt).map_err(fail)?),
-        _ => None,
+    let clock = match stamp {
+        Some((seq0, time0)) => Some(member_clock(seq0, time0, dt).map_err(str::to_string)?),
+        None => None,
     };
     // DSH re-serializes turn/step/index from doubles; do the same so values agree.
-    let canonical = |raw: &[u8]| json::js_number(json::number_value(raw).unwrap_or(f64::NAN));
+    let canonical = |raw: &[u8]| {
+        if json::is_canonical_number(raw) {
+            String::from_utf8_lossy(raw).into_owned()
+        } else {
+            json::js_number(json::number_value(raw).unwrap_or(f64::NAN))
+        }
+    };
+    let data_head = format!(
+        "\"data\":{{\"turn\":{},\"step\":{},\"chunk\":{{\"type\":\"{}\",\"index\":{}",
+        canonical(turn),
+        canonical(step),
+        tag.delta_type(),
+        canonical(index)
+    )
+    .into_bytes();
     Ok(Row {
         tag,
         clock,
-        turn: canonical(turn),
-        step: canonical(step),
-        index: canonical(index),
+        data_head,
         id,
         name,
         members,
     })
+}
+
+/// The fast path: a row in exactly the layout DSH and sess write, decoded in one pass.
+/// Returns `None` for anything else (or anything wrong), which the general path then
+/// decodes or rejects with the right message.
+fn canonical_row(line: &[u8]) -> Option<Row<'_>> {
+    let mut c = Cursor { b: line, i: 0 };
+    c.lit(b"{\"type\":\"")?;
+    let tag = Tag::ALL
+        .into_iter()
+        .find(|t| c.lit(t.name().as_bytes()).is_some())?;
+    c.lit(b"\"")?;
+    let stamp = if c.lit(b",\"seq0\":").is_some() {
+        let seq0 = json::safe_integer(c.number()?).filter(|s| *s >= 0)?;
+        c.lit(b",\"time0\":")?;
+        Some((seq0, json::safe_integer(c.number()?)?))
+    } else {
+        None
+    };
+    c.lit(b",\"data\":{\"turn\":")?;
+    let turn = c.number()?;
+    c.lit(b",\"step\":")?;
+    let step = c.number()?;
+    c.lit(b",\"index\":")?;
+    let index = c.number()?;
+    c.lit(b",\"dt\":[")?;
+    let mut dt = Vec::new();
+    if c.lit(b"]").is_none() {
+        loop {
+            dt.push(json::safe_integer(c.number()?)?);
+            if c.lit(b"]").is_some() {
+                break;
+            }
+            c.lit(b",")?;
+        }
+    }
+    let (mut id, mut name) = (None, None);
+    if tag == Tag::ToolCall {
+        c.lit(b",\"id\":")?;
+        id = Some(c.json_string()?);
+        if c.lit(b",\"name\":").is_some() {
+            name = Some(c.json_string()?);
+        }
+        c.lit(b",\"args\":[")?;
+    } else {
+        c.lit(b",\"texts\":[")?;
+    }
+    let mut members = Vec::with_capacity(dt.len() + 1);
+    loop {
+        members.push(c.json_string()?);
+        if c.lit(b"]").is_some() {
+            break;
+        }
+        c.lit(b",")?;
+    }
+    c.lit(b"}}")?;
+    if c.i != line.len() || std::str::from_utf8(line).is_err() {
+        return None;
+    }
+    build(tag, stamp, [turn, step, index], id, name, members, &dt).ok()
 }
 
 /// Every member's (seq, time), checked with exact arithmetic. Unlike DSH (whose doubles
@@ -303,16 +419,14 @@ impl Row<'_> {
         out.extend_from_slice(b"{\"type\":\"assistant/chunk\",");
         if let Some(clock) = &self.clock {
             let (seq, time) = clock[k];
-            let _ = write!(out, "\"seq\":{seq},\"time\":{time},");
+            let mut num = itoa::Buffer::new();
+            out.extend_from_slice(b"\"seq\":");
+            out.extend_from_slice(num.format(seq).as_bytes());
+            out.extend_from_slice(b",\"time\":");
+            out.extend_from_slice(num.format(time).as_bytes());
+            out.push(b',');
         }
-        let _ = write!(
-            out,
-            "\"data\":{{\"turn\":{},\"step\":{},\"chunk\":{{\"type\":\"{}\",\"index\":{}",
-            self.turn,
-            self.step,
-            self.tag.delta_type(),
-            self.index
-        );
+        out.extend_from_slice(&self.data_head);
         if let Some(id) = self.id {
             out.extend_from_slice(b",\"id\":");
             out.extend_from_slice(id);
@@ -377,6 +491,17 @@ impl<'a> Cursor<'a> {
             return None;
         }
         json::safe_integer(raw)
+    }
+
+    /// Any valid JSON string (UTF-8 is checked by the caller).
+    fn json_string(&mut self) -> Option<&'a [u8]> {
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let end = json::string_end_strict(self.b, self.i).ok()?;
+        let raw = &self.b[self.i..end];
+        self.i = end;
+        Some(raw)
     }
 
     fn canonical_number(&mut self) -> Option<&'a [u8]> {
@@ -447,49 +572,29 @@ struct Run {
     n: usize,
     /// Lines of the first members, each followed by `\n`.
     head: Vec<u8>,
-    /// The first member's row fields, rendered: `"seq0":..,"time0":..,"data":{...,"index":I,`
+    /// The first member's row fields, rendered: `{"type":..,"seq0":..,...,"index":I`
     prefix: Vec<u8>,
     /// `,"id":..[,"name":..]` for tool rows, written after `dt`.
     ident: Vec<u8>,
     dt: Vec<u8>,
     texts: Vec<u8>,
-    /// The last member, owned, for the continuation test.
-    last: Option<OwnedMember>,
 }
 
-#[derive(Clone, PartialEq, Eq)]
-struct OwnedMember {
+/// What the continuation test needs of the run's last member.
+struct Last {
     tag: Tag,
     seq: i64,
     time: i64,
+    /// turn, step, index, id and name, each followed by a 0xff byte (never in UTF-8 text);
+    /// raw text equality is value equality because both sides are canonical.
     key: Vec<u8>,
 }
 
-impl OwnedMember {
-    fn of(m: &Member<'_>) -> OwnedMember {
-        let mut key = Vec::new();
-        for part in [Some(m.turn), Some(m.step), Some(m.index), m.id, m.name] {
-            match part {
-                Some(p) => key.extend_from_slice(p),
-                None => key.push(0),
-            }
-            key.push(0xff); // never inside UTF-8 text: a safe separator
-        }
-        OwnedMember {
-            tag: m.tag,
-            seq: m.seq,
-            time: m.time,
-            key,
-        }
-    }
-
-    /// Whether `next` continues a run whose last member is `self` (DSH's rule; raw text
-    /// equality is value equality because both sides are canonical).
-    fn continued_by(&self, next: &OwnedMember) -> bool {
-        self.tag == next.tag
-            && next.seq == self.seq + 1
-            && (next.time - self.time).abs() <= MAX_SAFE
-            && self.key == next.key
+fn member_key(m: &Member<'_>, key: &mut Vec<u8>) {
+    key.clear();
+    for part in [Some(m.turn), Some(m.step), Some(m.index), m.id, m.name] {
+        key.extend_from_slice(part.unwrap_or(b"\xfe"));
+        key.push(0xff);
     }
 }
 
@@ -498,6 +603,9 @@ impl OwnedMember {
 #[derive(Default)]
 pub struct Packer {
     run: Run,
+    /// The open run's last member; `None` when no run is open.
+    last: Option<Last>,
+    scratch: Vec<u8>,
     /// Counters for `--stats`-style reporting.
     pub rows: u64,
     pub packed_events: u64,
@@ -526,22 +634,28 @@ impl Packer {
     }
 
     fn member<W: Write>(&mut self, line: &[u8], m: &Member<'_>, out: &mut W) -> io::Result<()> {
-        let owned = OwnedMember::of(m);
-        let continues = self
-            .run
-            .last
-            .as_ref()
-            .is_some_and(|last| last.continued_by(&owned));
-        if !continues {
-            self.flush(out)?;
-            self.start(m);
-        } else {
-            let gap = m.time - self.run.last.as_ref().map_or(0, |l| l.time);
-            if self.run.n > 1 {
-                self.run.dt.push(b',');
+        member_key(m, &mut self.scratch);
+        // DSH's rule: same kind and block, seq + 1, a time gap that is a safe integer.
+        let continues = self.last.as_ref().is_some_and(|l| {
+            l.tag == m.tag
+                && m.seq == l.seq + 1
+                && (m.time - l.time).abs() <= MAX_SAFE
+                && l.key == self.scratch
+        });
+        match &self.last {
+            Some(l) if continues => {
+                if self.run.n > 1 {
+                    self.run.dt.push(b',');
+                }
+                self.run
+                    .dt
+                    .extend_from_slice(itoa::Buffer::new().format(m.time - l.time).as_bytes());
+                self.run.texts.push(b',');
             }
-            let _ = write!(self.run.dt, "{gap}");
-            self.run.texts.push(b',');
+            _ => {
+                self.flush(out)?;
+                self.start(m);
+            }
         }
         self.run.texts.extend_from_slice(m.text);
         if self.run.n < MIN_RUN - 1 {
@@ -549,7 +663,14 @@ impl Packer {
             self.run.head.push(b'\n');
         }
         self.run.n += 1;
-        self.run.last = Some(owned);
+        let last = self.last.get_or_insert_with(|| Last {
+            tag: m.tag,
+            seq: 0,
+            time: 0,
+            key: Vec::new(),
+        });
+        (last.tag, last.seq, last.time) = (m.tag, m.seq, m.time);
+        std::mem::swap(&mut last.key, &mut self.scratch);
         Ok(())
     }
 
@@ -580,13 +701,14 @@ impl Packer {
     /// Writes the open run: a row if it is long enough, else its events verbatim.
     fn flush<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
         let run = std::mem::take(&mut self.run);
+        let last = self.last.take();
         if run.n == 0 {
             return Ok(());
         }
         if run.n < MIN_RUN {
             out.write_all(&run.head)?;
         } else {
-            let tag = run.last.as_ref().map_or(Tag::Text, |l| l.tag);
+            let tag = last.map_or(Tag::Text, |l| l.tag);
             out.write_all(&run.prefix)?;
             out.write_all(b",\"dt\":[")?;
             out.write_all(&run.dt)?;
@@ -630,21 +752,29 @@ mod tests {
     fn unpack(text: &str) -> String {
         let mut out = Vec::new();
         for line in text.lines() {
-            match row_tag(line.as_bytes()) {
-                Some(tag) => {
-                    let row = decode(line.as_bytes(), tag).unwrap();
+            match parse(line.as_bytes()) {
+                Parsed::Row(row) => {
                     for k in 0..row.len() {
                         row.write_member(k, &mut out);
                         out.push(b'\n');
                     }
                 }
-                None => {
+                Parsed::Event => {
                     out.extend_from_slice(line.as_bytes());
                     out.push(b'\n');
                 }
+                other => panic!("{other:?}"),
             }
         }
         String::from_utf8(out).unwrap()
+    }
+
+    fn decoded(s: &str) -> Result<usize, String> {
+        match parse(s.as_bytes()) {
+            Parsed::Row(r) => Ok(r.len()),
+            Parsed::BadRow(e) => Err(e.to_string()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -708,8 +838,8 @@ mod tests {
 
     #[test]
     fn decoder_errors_use_dsh_wording() {
-        let row = |s: &str| decode(s.as_bytes(), row_tag(s.as_bytes()).unwrap()).map(|r| r.len());
-        let err = |s: &str| row(s).unwrap_err().to_string();
+        let row = decoded;
+        let err = |s: &str| row(s).unwrap_err();
         assert_eq!(
             err(
                 r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b","c"]}}"#
@@ -737,6 +867,45 @@ mod tests {
                 r#"{"type":"reasoning-chunks","data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}"#
             ),
             Ok(2)
+        );
+    }
+
+    fn expand(row: &Row<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for k in 0..row.len() {
+            row.write_member(k, &mut out);
+            out.push(b'\n');
+        }
+        out
+    }
+
+    #[test]
+    fn fast_and_general_paths_agree() {
+        let rows = [
+            r#"{"type":"text-chunks","seq0":4,"time0":-3,"data":{"turn":1,"step":2,"index":0,"dt":[1,-2],"texts":["a","\ud800","é\n"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1.5,"step":1e+21,"index":0,"dt":[0],"id":"c","name":"bash","args":["{","}"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1.0,"step":1,"index":-0,"dt":[],"id":"c","args":[""]}}"#,
+            r#"{"type":"reasoning-chunks","data":{"turn":1,"step":1,"index":0,"dt":[5,5],"texts":["x","y","\u0041"]}}"#,
+        ];
+        for line in rows {
+            let fast = canonical_row(line.as_bytes()).expect(line);
+            let env = object(line.as_bytes());
+            let tag =
+                Tag::from_name(&json::str_value(get(&env, "type").unwrap()).unwrap()).unwrap();
+            let general = decode_object(&env, tag).unwrap();
+            assert_eq!(expand(&fast), expand(&general), "{line}");
+        }
+        // Not the canonical layout: the general path decodes it.
+        let spaced = r#"{"type":"text-chunks", "seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#;
+        assert!(canonical_row(spaced.as_bytes()).is_none());
+        assert_eq!(decoded(spaced), Ok(1));
+        // Wrong in a way the fast path cannot word: it defers to the general path.
+        let bad = r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}}"#;
+        assert!(canonical_row(bad.as_bytes()).is_none());
+        assert!(
+            decoded(bad)
+                .unwrap_err()
+                .contains("dt length 1 does not match 1 members")
         );
     }
 }

@@ -21,15 +21,23 @@ fn run(args: &[&str], file: &Path) -> Vec<u8> {
 
 #[test]
 fn dsh_codec_cases_pack_and_unpack_byte_for_byte() {
-    let Some(dir) = conformance("dsh-codec/cases") else { return };
+    let Some(dir) = conformance("dsh-codec/cases") else {
+        return;
+    };
     let events = files_in(&dir, ".events.jsonl");
     assert!(events.len() >= 20);
     for e in events {
-        let stem = e.to_string_lossy().trim_end_matches(".events.jsonl").to_string();
+        let stem = e
+            .to_string_lossy()
+            .trim_end_matches(".events.jsonl")
+            .to_string();
         let original = std::fs::read(&e).unwrap();
         let packed = std::fs::read(format!("{stem}.packed.jsonl")).unwrap();
         assert!(run(&["pack", "--plain"], &e) == packed, "pack of {stem}");
-        for p in [format!("{stem}.packed.jsonl"), format!("{stem}.packed-batched.jsonl")] {
+        for p in [
+            format!("{stem}.packed.jsonl"),
+            format!("{stem}.packed-batched.jsonl"),
+        ] {
             assert!(run(&["unpack"], Path::new(&p)) == original, "unpack of {p}");
         }
     }
@@ -37,8 +45,11 @@ fn dsh_codec_cases_pack_and_unpack_byte_for_byte() {
 
 #[test]
 fn dsh_codec_invalid_rows_are_rejected_with_dsh_messages() {
-    let Some(dir) = conformance("dsh-codec/invalid") else { return };
-    let index: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("INDEX.json")).unwrap()).unwrap();
+    let Some(dir) = conformance("dsh-codec/invalid") else {
+        return;
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("INDEX.json")).unwrap()).unwrap();
     let cases = index.as_array().unwrap();
     assert!(cases.len() >= 40);
     for case in cases {
@@ -57,19 +68,32 @@ fn dsh_codec_invalid_rows_are_rejected_with_dsh_messages() {
                 .assert()
                 .code(1)
                 .stdout("")
-                .stderr(predicate::str::contains(format!("{}:1: {want}", path.display())));
+                .stderr(predicate::str::contains(format!(
+                    "{}:1: {want}",
+                    path.display()
+                )));
         }
-        sess().arg("verify").arg(&path).assert().code(1).stdout(predicate::str::contains(want.as_str()));
+        sess()
+            .arg("verify")
+            .arg(&path)
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains(want.as_str()));
     }
 }
 
 #[test]
 fn dsh_codec_noncanonical_rows_decode_to_dsh_values() {
-    let Some(dir) = conformance("dsh-codec/noncanonical") else { return };
+    let Some(dir) = conformance("dsh-codec/noncanonical") else {
+        return;
+    };
     let packed = files_in(&dir, ".packed.jsonl");
     assert!(packed.len() >= 16);
     for p in packed {
-        let stem = p.to_string_lossy().trim_end_matches(".packed.jsonl").to_string();
+        let stem = p
+            .to_string_lossy()
+            .trim_end_matches(".packed.jsonl")
+            .to_string();
         if stem.contains("nc16-") {
             // DSH accepts a last seq of exactly 2^53; sess rejects it on purpose.
             sess()
@@ -77,7 +101,9 @@ fn dsh_codec_noncanonical_rows_decode_to_dsh_values() {
                 .arg(&p)
                 .assert()
                 .code(1)
-                .stderr(predicate::str::contains("member seqs must stay safe integers"));
+                .stderr(predicate::str::contains(
+                    "member seqs must stay safe integers",
+                ));
             continue;
         }
         let want = parse_lines(&std::fs::read(format!("{stem}.events.jsonl")).unwrap());
@@ -88,20 +114,28 @@ fn dsh_codec_noncanonical_rows_decode_to_dsh_values() {
 
 #[test]
 fn dsh_codec_nonroundtrip_inputs_round_trip_in_sess() {
-    let Some(dir) = conformance("dsh-codec/nonroundtrip") else { return };
+    let Some(dir) = conformance("dsh-codec/nonroundtrip") else {
+        return;
+    };
     let inputs = files_in(&dir, ".input.jsonl");
     assert!(inputs.len() >= 5);
     for input in inputs {
         let packed = run(&["pack", "--plain"], &input);
         let out = sess().arg("unpack").write_stdin(packed).output().unwrap();
         assert!(out.status.success());
-        assert!(out.stdout == std::fs::read(&input).unwrap(), "{}", input.display());
+        assert!(
+            out.stdout == std::fs::read(&input).unwrap(),
+            "{}",
+            input.display()
+        );
     }
 }
 
 #[test]
 fn dsh_fixtures_unpack_and_count_their_members() {
-    let Some(dir) = conformance("dsh-fixtures") else { return };
+    let Some(dir) = conformance("dsh-fixtures") else {
+        return;
+    };
     let files = files_in(&dir, ".jsonl");
     assert!(files.len() >= 200);
     let mut rows_seen = 0;
@@ -112,16 +146,26 @@ fn dsh_fixtures_unpack_and_count_their_members() {
             .filter(|l| !l.is_empty())
             .map(|l| match serde_json::from_slice::<serde_json::Value>(l) {
                 Ok(v) if v["type"].as_str().is_some_and(|t| t.ends_with("-chunks")) => {
-                    let key = if v["type"] == "tool-call-chunks" { "args" } else { "texts" };
+                    let key = if v["type"] == "tool-call-chunks" {
+                        "args"
+                    } else {
+                        "texts"
+                    };
                     v["data"][key].as_array().unwrap().len()
                 }
                 _ => 0,
             })
             .sum();
-        let rows = text.split(|&b| b == b'\n').filter(|l| l.windows(8).any(|w| w == b"-chunks\"")).count();
+        let rows = text
+            .split(|&b| b == b'\n')
+            .filter(|l| l.windows(8).any(|w| w == b"-chunks\""))
+            .count();
         rows_seen += rows;
         let count_chunks = |bytes: &[u8]| {
-            bytes.split(|&b| b == b'\n').filter(|l| l.starts_with(b"{\"type\":\"assistant/chunk\"")).count()
+            bytes
+                .split(|&b| b == b'\n')
+                .filter(|l| l.starts_with(b"{\"type\":\"assistant/chunk\""))
+                .count()
         };
         let unpacked = run(&["unpack"], &f);
         assert_eq!(
@@ -132,7 +176,11 @@ fn dsh_fixtures_unpack_and_count_their_members() {
         );
         // The fixtures strip seq/time, so nothing in them is packable: pack gives the
         // unpacked log back unchanged.
-        let repacked = sess().args(["pack", "--plain"]).write_stdin(unpacked.clone()).output().unwrap();
+        let repacked = sess()
+            .args(["pack", "--plain"])
+            .write_stdin(unpacked.clone())
+            .output()
+            .unwrap();
         assert!(repacked.stdout == unpacked, "{}", f.display());
     }
     assert!(rows_seen > 100, "the fixtures hold packed rows");
@@ -148,11 +196,23 @@ fn testdata_dsh_log_packs_and_round_trips() {
     // The two text deltas of step 2 are a run too short to pack.
     assert_eq!(text.matches("\"type\":\"text-chunks\"").count(), 0);
     assert!(packed.len() < original.len());
-    let out = sess().arg("unpack").write_stdin(packed.clone()).output().unwrap();
+    let out = sess()
+        .arg("unpack")
+        .write_stdin(packed.clone())
+        .output()
+        .unwrap();
     assert!(out.stdout == original);
-    sess().arg("verify").write_stdin(packed.clone()).assert().success();
+    sess()
+        .arg("verify")
+        .write_stdin(packed.clone())
+        .assert()
+        .success();
     // cat and stats see the logical log whatever the layout.
-    sess().arg("cat").write_stdin(packed.clone()).assert().stdout(original.clone());
+    sess()
+        .arg("cat")
+        .write_stdin(packed.clone())
+        .assert()
+        .stdout(original.clone());
     sess()
         .args(["stats", "--json"])
         .write_stdin(packed)
@@ -174,10 +234,18 @@ fn every_fixture_round_trips_through_pack() {
 fn unterminated_last_line_is_kept_exactly() {
     let mut log = std::fs::read(testdata("dsh.jsonl")).unwrap();
     log.extend_from_slice(b"{\"type\":\"turn/start\",\"seq\":27,\"ti");
-    let out = sess().args(["pack", "--plain"]).write_stdin(log.clone()).output().unwrap();
+    let out = sess()
+        .args(["pack", "--plain"])
+        .write_stdin(log.clone())
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no final newline"));
-    let back = sess().arg("unpack").write_stdin(out.stdout).output().unwrap();
+    let back = sess()
+        .arg("unpack")
+        .write_stdin(out.stdout)
+        .output()
+        .unwrap();
     assert!(back.stdout == log);
 }
 
@@ -195,8 +263,14 @@ fn rejects(row: &str, why: &str) {
         .write_stdin(log)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains(format!("<stdin>:2: malformed {why}")));
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no output file, no temp file");
+        .stderr(predicate::str::contains(format!(
+            "<stdin>:2: malformed {why}"
+        )));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no output file, no temp file"
+    );
 }
 
 #[test]
@@ -274,5 +348,7 @@ fn rejects_a_row_that_is_not_json() {
         .write_stdin("{\"type\":\"text-chunks\",\"seq0\":0,,}\n")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("<stdin>:1:32: invalid JSON in a packed row"));
+        .stderr(predicate::str::contains(
+            "<stdin>:1:32: invalid JSON in a packed row",
+        ));
 }

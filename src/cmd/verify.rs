@@ -54,28 +54,31 @@ impl Checker<'_> {
                 line.offset
             ))?;
         }
-        if let Err(e) = json::validate(line.bytes) {
-            let col = e.offset + 1;
-            let offset = line.offset + e.offset as u64;
-            return self.problem(format_args!(
-                "{at}:{col}: invalid JSON: {e} (byte offset {offset})"
-            ));
-        }
-        match rows::row_tag(line.bytes) {
-            None => {
-                let seq = json::field(line.bytes, "seq").and_then(json::safe_integer);
-                self.seq(&at, seq)
-            }
-            Some(tag) => match rows::decode(line.bytes, tag) {
-                Err(e) => self.problem(format_args!("{at}: {e}")),
-                Ok(row) => {
-                    for seq in row.seqs() {
-                        self.seq(&at, seq)?;
-                    }
-                    Ok(())
+        // Rows are told apart first, so a valid row is scanned once.
+        let row = match rows::parse(line.bytes) {
+            rows::Parsed::Row(row) => row,
+            rows::Parsed::BadRow(e) => return self.problem(format_args!("{at}: {e}")),
+            rows::Parsed::BadJson(_, e) => return self.json_problem(&at, line, &e),
+            rows::Parsed::Event => {
+                if let Err(e) = json::validate(line.bytes) {
+                    return self.json_problem(&at, line, &e);
                 }
-            },
+                let seq = json::field(line.bytes, "seq").and_then(json::safe_integer);
+                return self.seq(&at, seq);
+            }
+        };
+        for seq in row.seqs() {
+            self.seq(&at, seq)?;
         }
+        Ok(())
+    }
+
+    fn json_problem(&mut self, at: &str, line: &Line<'_>, e: &json::SyntaxError) -> Result<()> {
+        let col = e.offset + 1;
+        let offset = line.offset + e.offset as u64;
+        self.problem(format_args!(
+            "{at}:{col}: invalid JSON: {e} (byte offset {offset})"
+        ))
     }
 
     fn seq(&mut self, at: &str, seq: Option<i64>) -> Result<()> {

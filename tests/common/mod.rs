@@ -74,7 +74,12 @@ pub fn parse_j(text: &[u8]) -> J {
     let mut p = JParser { b: text, i: 0 };
     let v = p.value();
     p.ws();
-    assert_eq!(p.i, text.len(), "trailing text in {}", String::from_utf8_lossy(text));
+    assert_eq!(
+        p.i,
+        text.len(),
+        "trailing text in {}",
+        String::from_utf8_lossy(text)
+    );
     v
 }
 
@@ -111,7 +116,9 @@ impl JParser<'_> {
                 }
                 loop {
                     self.ws();
-                    let J::Str(k) = self.value() else { panic!("key") };
+                    let J::Str(k) = self.value() else {
+                        panic!("key")
+                    };
                     assert!(self.eat(b':'));
                     let v = self.value();
                     m.insert(k, v);
@@ -158,7 +165,11 @@ impl JParser<'_> {
                 let v = sess::json::number_value(&self.b[self.i..end]).expect("number");
                 self.i = end;
                 // JSON.stringify writes -0 as 0 and infinities as null.
-                if v.is_finite() { J::Num(if v == 0.0 { 0.0 } else { v }) } else { J::Null }
+                if v.is_finite() {
+                    J::Num(if v == 0.0 { 0.0 } else { v })
+                } else {
+                    J::Null
+                }
             }
         }
     }
@@ -166,5 +177,8 @@ impl JParser<'_> {
 
 /// Every line of a JSONL text as a value.
 pub fn parse_lines(text: &[u8]) -> Vec<J> {
-    text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(parse_j).collect()
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(parse_j)
+        .collect()
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# sess pack / unpack on a ~1 GiB DSH log where chunk events are most of the lines, against
+# zstd -3 and zstd -19 --long=27 on the same log, in the same run.
+#   bash bench/pack.sh     (SIZE=256M for a quicker run; SKIP_ZSTD19=1 skips the slow level)
+source "$(dirname "$0")/lib.sh"
+SIZE=${SIZE:-1G}
+build
+LOG=$OUT/dsh-$SIZE.jsonl
+gen "$LOG" dsh "$SIZE"
+BYTES=$(stat -c %s "$LOG")
+echo "input: $LOG, $BYTES bytes, $(wc -l <"$LOG") lines, longest line $(longest_line "$LOG") bytes"
+cat "$LOG" >/dev/null
+
+measure "sess pack --plain" "$BYTES" "$SESS" pack --quiet --plain "$LOG"
+cp "$LAST_OUTPUT" "$OUT/dsh-$SIZE.packed.jsonl"
+PACKED=$OUT/dsh-$SIZE.packed.jsonl
+PBYTES=$(stat -c %s "$PACKED")
+measure "sess unpack (rate of logical bytes)" "$BYTES" "$SESS" unpack --quiet "$PACKED"
+cmp -s "$LAST_OUTPUT" "$LOG" && echo "  unpack(pack(log)) is byte-exact" || echo "  MISMATCH after round trip"
+measure "zstd -3" "$BYTES" zstd -3 -q -c "$LOG"
+Z3=$(stat -c %s "$LAST_OUTPUT")
+measure "zstd -3 of the packed log" "$PBYTES" zstd -3 -q -c "$PACKED"
+PZ3=$(stat -c %s "$LAST_OUTPUT")
+if [ -z "${SKIP_ZSTD19:-}" ]; then
+  measure "zstd -19 --long=27" "$BYTES" zstd -19 --long=27 -q -c "$LOG"
+  Z19=$(stat -c %s "$LAST_OUTPUT")
+fi
+echo "sizes (share of the input):"
+printf '  %-28s %12d  %6.2f%%\n' "sess pack --plain" "$PBYTES" "$(echo "$PBYTES * 100 / $BYTES" | bc -l)"
+printf '  %-28s %12d  %6.2f%%\n' "zstd -3" "$Z3" "$(echo "$Z3 * 100 / $BYTES" | bc -l)"
+printf '  %-28s %12d  %6.2f%%\n' "sess pack + zstd -3" "$PZ3" "$(echo "$PZ3 * 100 / $BYTES" | bc -l)"
+if [ -n "${Z19:-}" ]; then
+  printf '  %-28s %12d  %6.2f%%\n' "zstd -19 --long=27" "$Z19" "$(echo "$Z19 * 100 / $BYTES" | bc -l)"
+fi
