@@ -36,6 +36,7 @@ pub struct Global {
 pub enum Command {
     Cat(cmd::cat::Args),
     Stats(cmd::stats::Args),
+    Filter(cmd::filter::Args),
     Pack(cmd::pack::Args),
     Unpack(cmd::unpack::Args),
     Verify(cmd::verify::Args),

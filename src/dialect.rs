@@ -101,8 +101,7 @@ impl Sniffer {
         self.lines += 1;
         match kind {
             Some("session") if self.lines == 1 => {
-                let version = json::field(line, "version");
-                if json::field(line, "delegationDepth").is_some() || version == Some(b"0") {
+                if is_dsh_header(line) {
                     self.dsh_header = true;
                 } else {
                     self.pi_header = true;
@@ -143,6 +142,23 @@ impl Sniffer {
         } else {
             Dialect::Unknown
         }
+    }
+}
+
+/// DSH's header has `delegationDepth` and version 0; pi's has version 3 (or none).
+fn is_dsh_header(line: &[u8]) -> bool {
+    json::field(line, "delegationDepth").is_some() || json::field(line, "version") == Some(b"0")
+}
+
+/// The dialect as far as one line tells it on its own: a header, or a type only one
+/// producer writes. Streaming commands decide with this on the first telling line.
+pub fn early(line: &[u8], kind: Option<&str>) -> Option<Dialect> {
+    match kind? {
+        "session" if is_dsh_header(line) => Some(Dialect::Dsh),
+        "session" => Some(Dialect::PiStream),
+        t if PI_STREAM_TYPES.contains(&t) => Some(Dialect::PiStream),
+        t if t.contains('/') || t.ends_with("-chunks") => Some(Dialect::Dsh),
+        _ => None,
     }
 }
 

@@ -7,14 +7,21 @@
 //! - [`event`]: what commands ask of a raw line (its `type`), found without parsing it.
 //! - [`dialect`]: which producer wrote a log.
 //! - [`stats`]: where the bytes of a log go.
+//! - [`rows`]: packed chunk rows, encoder and decoder side by side.
+//! - [`durability`]: classes, profiles, boundary projection and frame bounding;
+//!   [`filter`] applies them to a stream.
+//! - [`value`]: a JSON value as JavaScript holds one (UTF-16 strings, double numbers).
 //! - [`cmd`]: one module per subcommand, each with its own arguments and `run`.
 
 pub mod cli;
 pub mod cmd;
 pub mod dialect;
+pub mod durability;
 pub mod event;
+pub mod filter;
 pub mod io;
 pub mod json;
 pub mod range;
 pub mod rows;
 pub mod stats;
+pub mod value;

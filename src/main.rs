@@ -11,6 +11,7 @@ fn main() -> ExitCode {
         Command::Cat(args) => cmd::cat::run(args, g),
         Command::Stats(args) => cmd::stats::run(args, g),
         Command::Verify(args) => cmd::verify::run(args, g),
+        Command::Filter(args) => cmd::filter::run(args, g),
         Command::Pack(args) => cmd::pack::run(args, g),
         Command::Unpack(args) => cmd::unpack::run(args, g),
         Command::Completions(args) => cmd::completions::run(args),

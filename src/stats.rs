@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::dialect::{Dialect, Sniffer};
+use crate::durability::Profile;
 use crate::event::{self, Event};
+use crate::filter::{Filter, Options, Overrides};
 use crate::io::Line;
 use crate::rows::Packer;
 
@@ -29,7 +31,6 @@ impl TypeStats {
 }
 
 /// Accumulates statistics line by line; memory grows with the number of distinct types.
-#[derive(Default)]
 pub struct Stats {
     by_type: HashMap<String, TypeStats>,
     total: TypeStats,
@@ -40,6 +41,26 @@ pub struct Stats {
     /// What `sess pack` would write for the logical events.
     packer: Packer,
     packed: ByteCount,
+    /// What `sess filter` (auto profile, defaults) would write.
+    filter: Filter,
+    filtered: ByteCount,
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            by_type: HashMap::new(),
+            total: TypeStats::default(),
+            torn: 0,
+            sniffer: Sniffer::default(),
+            logical: TypeStats::default(),
+            packer: Packer::default(),
+            packed: ByteCount::default(),
+            filter: Filter::new(None, Overrides::default(), Options::default())
+                .expect("no overrides to fail"),
+            filtered: ByteCount::default(),
+        }
+    }
 }
 
 /// A writer that only counts.
@@ -61,6 +82,8 @@ impl std::io::Write for ByteCount {
 pub struct TypeRow {
     #[serde(rename = "type")]
     pub kind: String,
+    /// Its durability class under the profile `sess filter` would choose.
+    pub class: &'static str,
     pub count: u64,
     pub bytes: u64,
     /// Share of all bytes, 0..1.
@@ -81,6 +104,9 @@ pub struct Report {
     pub logical_bytes: u64,
     /// Bytes `sess pack --plain` would write.
     pub packed_bytes: u64,
+    /// The profile `sess filter` would choose, and the bytes it would write.
+    pub filter_profile: String,
+    pub filtered_bytes: u64,
     /// Sorted by bytes, largest first.
     pub types: Vec<TypeRow>,
 }
@@ -96,6 +122,7 @@ impl Stats {
             .add(ev.bytes.len() as u64 + u64::from(terminated));
         // Writing to a counter cannot fail.
         let _ = self.packer.event(ev.bytes, terminated, &mut self.packed);
+        let _ = self.filter.event(ev.bytes, terminated, &mut self.filtered);
     }
 
     /// Counts one physical line.
@@ -123,12 +150,17 @@ impl Stats {
 
     pub fn report(&mut self) -> Report {
         let _ = self.packer.finish(&mut self.packed);
+        let _ = self.filter.finish(&mut self.filtered);
+        let profile = Profile::for_dialect(self.dialect());
         let total = self.total.bytes.max(1) as f64;
         let mut types: Vec<TypeRow> = self
             .by_type
             .iter()
             .map(|(k, s)| TypeRow {
                 kind: k.clone(),
+                class: profile
+                    .classify((k != NO_TYPE).then_some(k.as_str()))
+                    .name(),
                 count: s.count,
                 bytes: s.bytes,
                 share: s.bytes as f64 / total,
@@ -147,6 +179,12 @@ impl Stats {
             logical_events: self.logical.count,
             logical_bytes: self.logical.bytes,
             packed_bytes: self.packed.0,
+            filter_profile: self
+                .filter
+                .profile()
+                .map_or("none", |p| p.name.as_str())
+                .to_string(),
+            filtered_bytes: self.filtered.0,
             types,
         }
     }
@@ -171,14 +209,15 @@ impl Report {
             .max("total".len());
         let _ = writeln!(
             out,
-            "{:<width$}  {:>10}  {:>12}  {:>6}  {:>12}",
-            "type", "count", "bytes", "share", "largest"
+            "{:<width$}  {:<8}  {:>10}  {:>12}  {:>6}  {:>12}",
+            "type", "class", "count", "bytes", "share", "largest"
         );
         for t in &self.types {
             let _ = writeln!(
                 out,
-                "{:<width$}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
+                "{:<width$}  {:<8}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
                 t.kind,
+                t.class,
                 t.count,
                 human_bytes(t.bytes),
                 t.share * 100.0,
@@ -187,8 +226,9 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "{:<width$}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
+            "{:<width$}  {:<8}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
             "total",
+            "",
             self.events,
             human_bytes(self.bytes),
             if self.events > 0 { 100.0 } else { 0.0 },
@@ -202,6 +242,13 @@ impl Report {
                 human_bytes(self.logical_bytes)
             );
         }
+        let _ = writeln!(
+            out,
+            "sess filter would write: {} ({:.1}% of the logical bytes; profile {})",
+            human_bytes(self.filtered_bytes),
+            percent(self.filtered_bytes, self.logical_bytes),
+            self.filter_profile
+        );
         let _ = writeln!(
             out,
             "sess pack would write: {} ({:.1}% of the logical bytes)",

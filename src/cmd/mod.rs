@@ -3,6 +3,7 @@
 
 pub mod cat;
 pub mod completions;
+pub mod filter;
 pub mod pack;
 pub mod stats;
 pub mod unpack;

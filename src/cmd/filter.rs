@@ -1,0 +1,139 @@
+//! `sess filter`: keep the facts, drop live frames, project boundaries.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::cli::Global;
+use crate::durability::{Class, Profile};
+use crate::event;
+use crate::filter::{Filter, Options, Overrides};
+use crate::io::{Flow, Input, OpenOptions, Sink};
+
+const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
+
+const LONG_ABOUT: &str = "Classify every event as a fact, a frame, a mirror or a boundary, and write \
+the facts.\n\n\
+Facts (every type the profile does not name) are written byte for byte. Frames (pi \
+message_update, tool_execution_update) are live snapshots or deltas whose successor \
+(message_end, tool_execution_end of the same toolCallId) carries the same value; they are \
+dropped. A frame run that never gets its successor (a crash, a torn log, an abort) is the \
+only copy of its output, so it is kept as facts, in its original order, as soon as the \
+input proves no successor will come (the next message_start, agent_end, or the end of \
+input): the last frame of a run of snapshots, every frame of a run of deltas. Mirrors (DSH \
+agent/stream-chunk) are dropped. Boundaries are projected so they stop repeating what they \
+close over: turn_end keeps {type, messageRole, toolResultCount} and agent_end keeps \
+{type, willRetry, messageCount}, with their other top-level fields.\n\n\
+With --include-live-events, frames and mirrors are kept, each bounded to --max-frame-bytes: \
+a larger one keeps its type, its identifiers (clipped), and the tail of its text after \
+'[live output truncated]'. Facts and successors are never bounded.\n\n\
+Profiles: auto (the default; chosen from the header line and type vocabulary), pi, dsh, \
+none, or a profile file (see docs/FORMAT.md); --frame, --mirror, --boundary and --fact \
+adjust whichever profile is chosen.";
+
+const EXAMPLES: &str = "Examples:
+  sess filter run.jsonl > run.facts.jsonl
+  sess filter --include-live-events --max-frame-bytes 65536 run.jsonl
+  sess filter --stats --only frame run.jsonl | jq -c .type | sort | uniq -c
+  sess filter --profile my-profile.json --frame progress=done run.jsonl";
+
+#[derive(Debug, clap::Args)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Args {
+    /// Input files ('-' or none for stdin).
+    pub files: Vec<PathBuf>,
+
+    /// auto, pi, dsh, none, or the path of a profile file.
+    #[arg(long, value_name = "PROFILE", default_value = "auto")]
+    pub profile: String,
+
+    /// Treat TYPE as a frame whose successor is SUCCESSOR (repeatable). Such frames are
+    /// deltas: an orphaned run is kept whole.
+    #[arg(long, value_name = "TYPE=SUCCESSOR")]
+    pub frame: Vec<String>,
+
+    /// Treat TYPE as a mirror (repeatable).
+    #[arg(long, value_name = "TYPE")]
+    pub mirror: Vec<String>,
+
+    /// Treat TYPE as a boundary (repeatable); unknown boundaries keep only scalar fields.
+    #[arg(long, value_name = "TYPE")]
+    pub boundary: Vec<String>,
+
+    /// Treat TYPE as a fact, whatever the profile says (repeatable).
+    #[arg(long, value_name = "TYPE")]
+    pub fact: Vec<String>,
+
+    /// Keep frames and mirrors too, each bounded to --max-frame-bytes.
+    #[arg(long)]
+    pub include_live_events: bool,
+
+    /// Write boundaries whole instead of projecting them.
+    #[arg(long)]
+    pub keep_boundaries: bool,
+
+    /// The most serialized bytes a kept frame may take (at least 1024).
+    #[arg(long, value_name = "N", default_value_t = 262_144,
+          value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_frame_bytes: u64,
+
+    /// Write only the input events of one class, untouched (for looking into a log).
+    #[arg(long, value_name = "CLASS")]
+    pub only: Option<Class>,
+
+    /// Print events and bytes in and out per class on stderr.
+    #[arg(long)]
+    pub stats: bool,
+
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// A built-in profile by name, `None` for auto, or a profile file.
+pub fn profile_arg(arg: &str) -> Result<Option<Profile>> {
+    Ok(match arg {
+        "auto" => None,
+        "pi" => Some(Profile::pi()),
+        "dsh" => Some(Profile::dsh()),
+        "none" => Some(Profile::empty()),
+        path => Some(Profile::from_file(path.as_ref())?),
+    })
+}
+
+pub fn run(args: Args, g: Global) -> Result<()> {
+    let overrides = Overrides {
+        frames: args.frame,
+        mirrors: args.mirror,
+        boundaries: args.boundary,
+        facts: args.fact,
+    };
+    let opts = Options {
+        include_live: args.include_live_events,
+        keep_boundaries: args.keep_boundaries,
+        max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
+        only: args.only,
+    };
+    // Check the flags before any output is created.
+    overrides.apply(&mut Profile::empty())?;
+    let mut filter = Filter::new(profile_arg(&args.profile)?, overrides, opts)?;
+    let inputs = Input::list(&args.files);
+    let mut sink = Sink::open(args.output.as_deref())?;
+    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |_, ev| {
+        filter.event(
+            ev.bytes,
+            ev.line.terminated || ev.member.is_some(),
+            &mut sink,
+        )?;
+        Ok(Flow::More)
+    })?;
+    filter.finish(&mut sink)?;
+    sink.finish()?;
+    if args.stats {
+        let profile = filter
+            .profile()
+            .map_or("none (undecided)", |p| p.name.as_str());
+        eprint!("sess filter: profile {profile}\n{}", filter.render_counts());
+    }
+    Ok(())
+}

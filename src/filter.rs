@@ -1,0 +1,338 @@
+//! The streaming filter: facts through byte for byte, frames dropped (or bounded), a frame run
+//! that never gets its successor kept as facts, boundaries projected.
+//!
+//! Memory holds at most one snapshot frame per open run, or the open run of delta frames.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::dialect;
+use crate::durability::{self, Class, Profile, Snapshot};
+use crate::event;
+use crate::json;
+
+/// The customizations given on the command line, applied to whichever profile is chosen.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub frames: Vec<String>,
+    pub mirrors: Vec<String>,
+    pub boundaries: Vec<String>,
+    pub facts: Vec<String>,
+}
+
+impl Overrides {
+    pub fn apply(&self, p: &mut Profile) -> anyhow::Result<()> {
+        for f in &self.frames {
+            p.add_frame_flag(f)?;
+        }
+        for t in &self.mirrors {
+            p.add_mirror(t);
+        }
+        for t in &self.boundaries {
+            p.add_boundary(t);
+        }
+        for t in &self.facts {
+            p.set_fact(t);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub include_live: bool,
+    pub keep_boundaries: bool,
+    pub max_frame_bytes: usize,
+    /// Write only the input events of this class, untouched.
+    pub only: Option<Class>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            include_live: false,
+            keep_boundaries: false,
+            max_frame_bytes: 256 * 1024,
+            only: None,
+        }
+    }
+}
+
+/// Events and bytes in and out, for one class.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Counts {
+    pub events_in: u64,
+    pub bytes_in: u64,
+    pub events_out: u64,
+    pub bytes_out: u64,
+}
+
+/// A run of frames waiting for its successor.
+struct OpenRun {
+    frame_type: String,
+    key: Option<Vec<u8>>,
+    /// Raw lines and whether each ended with a newline.
+    frames: Vec<(Vec<u8>, bool)>,
+}
+
+pub struct Filter {
+    /// `None` until `auto` has seen enough to choose.
+    profile: Option<Profile>,
+    overrides: Overrides,
+    opts: Options,
+    open: Vec<OpenRun>,
+    pub counts: BTreeMap<Class, Counts>,
+    /// Opted-in frames too large to bound at all (not even their type fits the cap).
+    pub dropped_unboundable: u64,
+}
+
+impl Filter {
+    /// `profile` is `None` for `auto`: chosen from the header line and type vocabulary.
+    pub fn new(
+        profile: Option<Profile>,
+        overrides: Overrides,
+        opts: Options,
+    ) -> anyhow::Result<Filter> {
+        let mut f = Filter {
+            profile: None,
+            overrides,
+            opts,
+            open: Vec::new(),
+            counts: BTreeMap::new(),
+            dropped_unboundable: 0,
+        };
+        if let Some(p) = profile {
+            f.set_profile(p)?;
+        }
+        Ok(f)
+    }
+
+    fn set_profile(&mut self, mut p: Profile) -> anyhow::Result<()> {
+        self.overrides.apply(&mut p)?;
+        self.profile = Some(p);
+        Ok(())
+    }
+
+    /// The profile in use, once chosen.
+    pub fn profile(&self) -> Option<&Profile> {
+        self.profile.as_ref()
+    }
+
+    /// One logical event (without newline). `terminated` is false only for a last line
+    /// without newline, which is written back so when kept.
+    pub fn event<W: Write>(
+        &mut self,
+        line: &[u8],
+        terminated: bool,
+        out: &mut W,
+    ) -> io::Result<()> {
+        let kind = event::kind(line);
+        let kind = kind.as_deref();
+        if self.profile.is_none()
+            && let Some(d) = dialect::early(line, kind)
+        {
+            self.set_profile(Profile::for_dialect(d))
+                .map_err(io::Error::other)?;
+        }
+        let class = self
+            .profile
+            .as_ref()
+            .map_or(Class::Fact, |p| p.classify(kind));
+        let c = self.counts.entry(class).or_default();
+        c.events_in += 1;
+        c.bytes_in += line.len() as u64 + u64::from(terminated);
+        if let Some(only) = self.opts.only {
+            if only == class {
+                self.write(class, line, terminated, out)?;
+            }
+            return Ok(());
+        }
+        if let Some(k) = kind {
+            self.prove_orphans(k, out)?;
+        }
+        match class {
+            Class::Fact => {
+                if let Some(k) = kind {
+                    self.close_runs(k, line);
+                }
+                self.write(class, line, terminated, out)
+            }
+            Class::Frame if !self.opts.include_live => {
+                self.pend(kind.unwrap_or_default(), line, terminated);
+                Ok(())
+            }
+            Class::Frame | Class::Mirror if self.opts.include_live => {
+                match durability::bound(line, self.opts.max_frame_bytes) {
+                    Some(b) => self.write(class, &b, true, out),
+                    None => {
+                        self.dropped_unboundable += 1;
+                        Ok(())
+                    }
+                }
+            }
+            Class::Frame | Class::Mirror => Ok(()),
+            Class::Boundary => {
+                let how = self
+                    .profile
+                    .as_ref()
+                    .and_then(|p| p.boundaries.get(kind.unwrap_or_default()).copied());
+                match how
+                    .filter(|_| !self.opts.keep_boundaries)
+                    .and_then(|h| durability::project(line, h))
+                {
+                    Some(p) => self.write(class, &p, terminated, out),
+                    None => self.write(class, line, terminated, out),
+                }
+            }
+        }
+    }
+
+    /// Writes every run still open: the input ended, so no successor will come.
+    pub fn finish<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+        let runs = std::mem::take(&mut self.open);
+        for run in runs {
+            self.keep_orphan(run, out)?;
+        }
+        Ok(())
+    }
+
+    fn write<W: Write>(
+        &mut self,
+        class: Class,
+        bytes: &[u8],
+        terminated: bool,
+        out: &mut W,
+    ) -> io::Result<()> {
+        out.write_all(bytes)?;
+        if terminated {
+            out.write_all(b"\n")?;
+        }
+        let c = self.counts.entry(class).or_default();
+        c.events_out += 1;
+        c.bytes_out += bytes.len() as u64 + u64::from(terminated);
+        Ok(())
+    }
+
+    /// A frame run without a successor is the only copy of its output: keep it, as facts,
+    /// in its original order.
+    fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
+        for (line, terminated) in run.frames {
+            self.write(Class::Frame, &line, terminated, out)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the runs that event type `k` proves will never get their successor: those
+    /// of the frame types `k` opens (a new message), or every run if `k` closes them all.
+    fn prove_orphans<W: Write>(&mut self, k: &str, out: &mut W) -> io::Result<()> {
+        let Some(p) = &self.profile else {
+            return Ok(());
+        };
+        let closes_all = p.closers.contains(k);
+        let opened: Vec<&String> = p
+            .frames
+            .iter()
+            .filter(|(_, r)| r.opener.as_deref() == Some(k))
+            .map(|(t, _)| t)
+            .collect();
+        if !closes_all && opened.is_empty() {
+            return Ok(());
+        }
+        let (orphans, open): (Vec<OpenRun>, Vec<OpenRun>) = std::mem::take(&mut self.open)
+            .into_iter()
+            .partition(|r| closes_all || opened.contains(&&r.frame_type));
+        self.open = open;
+        for run in orphans {
+            self.keep_orphan(run, out)?;
+        }
+        Ok(())
+    }
+
+    /// A successor arrived: the runs it closes carried nothing it does not.
+    fn close_runs(&mut self, k: &str, line: &[u8]) {
+        let Some(p) = &self.profile else { return };
+        for (frame_type, rule) in &p.frames {
+            if rule.successor != k {
+                continue;
+            }
+            let key = rule
+                .key
+                .as_deref()
+                .map(|f| json::field(line, f).unwrap_or_default().to_vec());
+            self.open
+                .retain(|r| !(r.frame_type == *frame_type && r.key == key));
+        }
+    }
+
+    fn pend(&mut self, frame_type: &str, line: &[u8], terminated: bool) {
+        let Some(rule) = self.profile.as_ref().and_then(|p| p.frames.get(frame_type)) else {
+            return;
+        };
+        let key = rule
+            .key
+            .as_deref()
+            .map(|f| json::field(line, f).unwrap_or_default().to_vec());
+        let snapshot = match &rule.snapshot {
+            Snapshot::Always => true,
+            Snapshot::Never => false,
+            Snapshot::IfField(f) => json::field(line, f).is_some(),
+        };
+        let pos = self
+            .open
+            .iter()
+            .position(|r| r.frame_type == frame_type && r.key == key);
+        let run = match pos {
+            Some(i) => &mut self.open[i],
+            None => {
+                self.open.push(OpenRun {
+                    frame_type: frame_type.to_string(),
+                    key,
+                    frames: Vec::new(),
+                });
+                self.open.last_mut().expect("just pushed")
+            }
+        };
+        // A snapshot carries the whole value so far: it supersedes what the run held.
+        if snapshot {
+            run.frames.clear();
+        }
+        run.frames.push((line.to_vec(), terminated));
+    }
+
+    /// Per-class counts as a table for people.
+    pub fn render_counts(&self) -> String {
+        let mut out = format!(
+            "{:<9} {:>10} {:>14} {:>10} {:>14}\n",
+            "class", "events in", "bytes in", "events out", "bytes out"
+        );
+        let mut total = Counts::default();
+        for class in Class::ALL {
+            let c = self.counts.get(&class).copied().unwrap_or_default();
+            out += &format!(
+                "{:<9} {:>10} {:>14} {:>10} {:>14}\n",
+                class.name(),
+                c.events_in,
+                c.bytes_in,
+                c.events_out,
+                c.bytes_out
+            );
+            total.events_in += c.events_in;
+            total.bytes_in += c.bytes_in;
+            total.events_out += c.events_out;
+            total.bytes_out += c.bytes_out;
+        }
+        out += &format!(
+            "{:<9} {:>10} {:>14} {:>10} {:>14}\n",
+            "total", total.events_in, total.bytes_in, total.events_out, total.bytes_out
+        );
+        if self.dropped_unboundable > 0 {
+            out += &format!(
+                "frames too large to bound at all: {}\n",
+                self.dropped_unboundable
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,379 @@
+//! End-to-end tests of `sess filter`.
+
+mod common;
+
+use common::{conformance, files_in, sess, testdata};
+use predicates::prelude::*;
+
+fn lines(text: &[u8]) -> Vec<String> {
+    String::from_utf8(text.to_vec())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn kind(line: &str) -> String {
+    sess::event::kind(line.as_bytes())
+        .unwrap_or_default()
+        .into_owned()
+}
+
+fn filter(args: &[&str], input: &[u8]) -> Vec<String> {
+    let out = sess()
+        .arg("filter")
+        .args(args)
+        .write_stdin(input.to_vec())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lines(&out.stdout)
+}
+
+const FRAMES: [&str; 2] = ["message_update", "tool_execution_update"];
+const BOUNDARIES: [&str; 2] = ["turn_end", "agent_end"];
+
+/// The facts of a pi log: every line but frames and boundaries.
+fn facts(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| !FRAMES.contains(&kind(l).as_str()) && !BOUNDARIES.contains(&kind(l).as_str()))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn old_generation_keeps_facts_and_projects_boundaries() {
+    let input = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let out = filter(&[], &input);
+    assert_eq!(
+        facts(&out),
+        facts(&lines(&input)),
+        "facts byte for byte, in order"
+    );
+    assert!(out.iter().all(|l| !FRAMES.contains(&kind(l).as_str())));
+    assert_eq!(
+        out[out.len() - 2],
+        r#"{"type":"turn_end","messageRole":"assistant","toolResultCount":0}"#
+    );
+    assert_eq!(
+        out[out.len() - 1],
+        r#"{"type":"agent_end","messageCount":2}"#
+    );
+}
+
+#[test]
+fn new_generation_keeps_facts_and_projects_boundaries() {
+    let input = std::fs::read(testdata("pi-new.jsonl")).unwrap();
+    let out = filter(&[], &input);
+    assert_eq!(facts(&out), facts(&lines(&input)));
+    let b: Vec<&String> = out
+        .iter()
+        .filter(|l| BOUNDARIES.contains(&kind(l).as_str()))
+        .collect();
+    assert_eq!(
+        b,
+        [
+            r#"{"type":"turn_end","messageRole":"assistant","toolResultCount":1}"#,
+            r#"{"type":"turn_end","messageRole":"assistant","toolResultCount":0}"#,
+            r#"{"type":"agent_end","messageCount":4,"willRetry":false}"#,
+        ]
+    );
+}
+
+#[test]
+fn unknown_types_are_facts() {
+    let input = b"{\"type\":\"session\",\"version\":3}\n{\"type\":\"brand_new_event\",\"x\":[1]}\n{\"nottype\":1}\nnot json at all\n";
+    assert_eq!(filter(&[], input), lines(input));
+}
+
+#[test]
+fn a_log_cut_mid_message_keeps_the_last_snapshot() {
+    let input = lines(&std::fs::read(testdata("pi-old.jsonl")).unwrap());
+    // Cut after the third message_update (line 9 of 14).
+    let cut: String = input[..9].iter().map(|l| format!("{l}\n")).collect();
+    let out = filter(&[], cut.as_bytes());
+    let mut want: Vec<String> = input[..6].to_vec();
+    want.push(input[8].clone());
+    assert_eq!(out, want);
+}
+
+#[test]
+fn a_log_cut_mid_message_keeps_every_delta() {
+    let input = lines(&std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    // Cut inside the first assistant message, after four deltas (lines 7..10).
+    let cut: String = input[..10].iter().map(|l| format!("{l}\n")).collect();
+    let out = filter(&[], cut.as_bytes());
+    assert_eq!(out, input[..10].to_vec());
+}
+
+#[test]
+fn an_orphan_run_is_written_before_the_event_that_proves_it() {
+    let input = lines(&std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    // Drop the first assistant message_end (line 14): the next message_start never comes
+    // before tool events, so the deltas are written at agent_end... here at the second
+    // message_start, which proves no message_end will come for the first message.
+    let mut log = input.clone();
+    log.remove(13);
+    let text: String = log.iter().map(|l| format!("{l}\n")).collect();
+    let out = filter(&[], text.as_bytes());
+    let deltas: Vec<&String> = log[6..13].iter().collect();
+    let at = out
+        .iter()
+        .position(|l| *l == *deltas[0])
+        .expect("the orphaned deltas are kept");
+    assert_eq!(out[at..at + 7].iter().collect::<Vec<_>>(), deltas);
+    assert!(
+        out[at + 7].starts_with(r#"{"type":"message_start","message":{"role":"toolResult""#),
+        "{}",
+        out[at + 7]
+    );
+}
+
+#[test]
+fn message_update_after_the_last_message_end_is_kept() {
+    let mut input = std::fs::read(testdata("pi-new.jsonl")).unwrap();
+    let late = br#"{"type":"message_update","usage":{},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"late"}}"#;
+    input.extend_from_slice(late);
+    input.push(b'\n');
+    let out = filter(&[], &input);
+    assert_eq!(out.last().unwrap().as_bytes(), late);
+}
+
+#[test]
+fn an_unfinished_tool_keeps_its_last_snapshot() {
+    let input = lines(&std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    // Cut after the second tool_execution_update (line 17).
+    let cut: String = input[..17].iter().map(|l| format!("{l}\n")).collect();
+    let out = filter(&[], cut.as_bytes());
+    assert_eq!(out.last().unwrap(), &input[16]);
+    assert!(
+        !out.contains(&input[15]),
+        "the earlier snapshot is superseded"
+    );
+}
+
+#[test]
+fn include_live_events_keeps_bounded_frames() {
+    let input = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let out = filter(&["--include-live-events"], &input);
+    let mut want = lines(&input);
+    for l in &mut want {
+        if BOUNDARIES.contains(&kind(l).as_str()) {
+            *l = String::new();
+        }
+    }
+    assert_eq!(out.len(), want.len());
+    for (o, w) in out.iter().zip(&want) {
+        if !w.is_empty() {
+            assert_eq!(o, w, "frames within the cap are kept as they are");
+        }
+    }
+    // A big frame is bounded; facts and successors are not.
+    let big_text = "x\u{1}文🦀\"".repeat(20_000);
+    let big = serde_json::json!({"type":"tool_execution_update","toolCallId":"c1","toolName":"bash","args":{"a":1},"partialResult":{"content":[{"type":"text","text":big_text}]}});
+    let end = serde_json::json!({"type":"tool_execution_end","toolCallId":"c1","result":{"content":[{"type":"text","text":big_text}]}});
+    let log = format!("{{\"type\":\"session\",\"version\":3}}\n{big}\n{end}\n");
+    let out = filter(
+        &["--include-live-events", "--max-frame-bytes", "2048"],
+        log.as_bytes(),
+    );
+    assert_eq!(out.len(), 3);
+    assert!(out[1].len() <= 2048, "{}", out[1].len());
+    assert!(out[1].contains("[live output truncated]"));
+    assert_eq!(out[2], end.to_string(), "successors are never bounded");
+}
+
+#[test]
+fn max_frame_bytes_has_a_floor() {
+    sess()
+        .args(["filter", "--max-frame-bytes", "100"])
+        .write_stdin("")
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn keep_boundaries_and_only() {
+    let input = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let all = lines(&input);
+    let out = filter(&["--keep-boundaries"], &input);
+    assert_eq!(
+        out,
+        all.iter()
+            .filter(|l| kind(l) != "message_update")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    let frames = filter(&["--only", "frame"], &input);
+    assert_eq!(
+        frames,
+        all.iter()
+            .filter(|l| kind(l) == "message_update")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    let boundaries = filter(&["--only", "boundary"], &input);
+    assert_eq!(boundaries.len(), 2);
+    assert_eq!(
+        boundaries,
+        all[all.len() - 2..].to_vec(),
+        "--only writes events untouched"
+    );
+}
+
+#[test]
+fn stats_go_to_stderr() {
+    sess()
+        .args(["filter", "--stats"])
+        .arg(testdata("pi-old.jsonl"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("profile pi"))
+        .stderr(predicate::str::is_match(r"frame\s+5\s+3856\s+0\s+0").unwrap());
+}
+
+#[test]
+fn dsh_mirrors_are_dropped() {
+    let mut log = std::fs::read(testdata("dsh.jsonl")).unwrap();
+    log.extend_from_slice(b"{\"type\":\"agent/stream-chunk\",\"data\":{\"text\":\"x\"}}\n");
+    let out = filter(&[], &log);
+    assert_eq!(out, lines(&std::fs::read(testdata("dsh.jsonl")).unwrap()));
+    let live = filter(&["--include-live-events"], &log);
+    assert_eq!(live.len(), out.len() + 1);
+}
+
+#[test]
+fn custom_profiles_from_flags_and_files() {
+    let log = b"{\"type\":\"progress\",\"id\":\"a\",\"n\":1}\n{\"type\":\"progress\",\"id\":\"a\",\"n\":2}\n{\"type\":\"done\",\"id\":\"a\"}\n{\"type\":\"progress\",\"id\":\"b\",\"n\":1}\n{\"type\":\"summary\",\"items\":[1,2],\"n\":3}\n";
+    // Keyless delta frames: the orphaned run (id b) is kept whole at the end.
+    let out = filter(
+        &[
+            "--profile",
+            "none",
+            "--frame",
+            "progress=done",
+            "--boundary",
+            "summary",
+        ],
+        log,
+    );
+    assert_eq!(
+        out,
+        [
+            r#"{"type":"done","id":"a"}"#,
+            r#"{"type":"summary","n":3}"#,
+            r#"{"type":"progress","id":"b","n":1}"#,
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.json");
+    std::fs::write(
+        &profile,
+        r#"{"extends":"none","frames":{"progress":{"successor":"done","key":"id","snapshot":"always"}},"facts":["summary"]}"#,
+    )
+    .unwrap();
+    let out = filter(&["--profile", profile.to_str().unwrap()], log);
+    assert_eq!(out.len(), 3);
+    assert_eq!(out[2], r#"{"type":"progress","id":"b","n":1}"#);
+    assert_eq!(out[1], r#"{"type":"summary","items":[1,2],"n":3}"#);
+    std::fs::write(&profile, r#"{"frames":{"x":{}}}"#).unwrap();
+    sess()
+        .args(["filter", "--profile"])
+        .arg(&profile)
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a valid profile file"));
+    sess()
+        .args(["filter", "--frame", "nosuccessor"])
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("TYPE=SUCCESSOR"));
+}
+
+#[test]
+fn stats_shows_classes_and_what_filter_saves() {
+    let out = sess()
+        .args(["stats", "--json"])
+        .arg(testdata("pi-new.jsonl"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let class = |t: &str| {
+        v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["type"] == t)
+            .unwrap()["class"]
+            .clone()
+    };
+    assert_eq!(class("message_update"), "frame");
+    assert_eq!(class("turn_end"), "boundary");
+    assert_eq!(class("message_end"), "fact");
+    let filtered = sess()
+        .arg("filter")
+        .arg(testdata("pi-new.jsonl"))
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(v["filtered_bytes"], filtered.len());
+    assert_eq!(v["filter_profile"], "pi");
+}
+
+#[test]
+fn conformance_pi_streams_filter_keeps_every_fact() {
+    let Some(dir) = conformance("pi-streams") else {
+        return;
+    };
+    for f in files_in(&dir, ".jsonl") {
+        let input = std::fs::read(&f).unwrap();
+        let all = lines(&input);
+        let out = filter(&[], &input);
+        assert_eq!(facts(&out), facts(&all), "{}", f.display());
+        for t in ["message_end", "tool_execution_end"] {
+            assert_eq!(
+                out.iter().filter(|l| kind(l) == t).count(),
+                all.iter().filter(|l| kind(l) == t).count(),
+                "{t} in {}",
+                f.display()
+            );
+        }
+        // Real boundary shapes: counts match what they closed over.
+        for (o, i) in out
+            .iter()
+            .filter(|l| BOUNDARIES.contains(&kind(l).as_str()))
+            .zip(
+                all.iter()
+                    .filter(|l| BOUNDARIES.contains(&kind(l).as_str())),
+            )
+        {
+            let o: serde_json::Value = serde_json::from_str(o).unwrap();
+            let i: serde_json::Value = serde_json::from_str(i).unwrap();
+            if o["type"] == "turn_end" {
+                assert_eq!(
+                    o["toolResultCount"],
+                    i["toolResults"].as_array().unwrap().len()
+                );
+                assert_eq!(o["messageRole"], i["message"]["role"]);
+            } else {
+                assert_eq!(o["messageCount"], i["messages"].as_array().unwrap().len());
+                assert_eq!(o["willRetry"], i["willRetry"]);
+            }
+        }
+        // Measured: the old generation keeps under 3% of its bytes, the new under 40%.
+        let kept = out.iter().map(|l| l.len() + 1).sum::<usize>();
+        assert!(
+            kept * 2 < input.len(),
+            "{}: kept {kept} of {}",
+            f.display(),
+            input.len()
+        );
+    }
+}
