@@ -54,10 +54,35 @@ impl fmt::Display for Class {
 pub enum Snapshot {
     Always,
     Never,
-    /// A snapshot when this top-level field is present (pi 0.73 `message_update` carries
-    /// `message`; pi 1.6's carries only the delta).
+    /// A snapshot when any of these fields (dotted paths of keys) is present. pi 0.73's
+    /// `message_update` carries `assistantMessageEvent.partial` and `message`; pi 1.6's
+    /// carries only the delta. The cheapest path to find goes first.
     #[serde(untagged)]
-    IfField(String),
+    IfAny(#[serde(deserialize_with = "one_or_many")] Vec<String>),
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+impl Snapshot {
+    /// Whether `line` is a snapshot frame under this rule.
+    pub fn holds(&self, line: &[u8]) -> bool {
+        match self {
+            Snapshot::Always => true,
+            Snapshot::Never => false,
+            Snapshot::IfAny(paths) => paths.iter().any(|p| json::path(line, p).is_some()),
+        }
+    }
 }
 
 /// How a frame type pairs with its successor.
@@ -116,7 +141,11 @@ impl Profile {
                 successor: "message_end".into(),
                 key: None,
                 opener: Some("message_start".into()),
-                snapshot: Snapshot::IfField("message".into()),
+                // `partial` comes early in the line, `message` after the first snapshot.
+                snapshot: Snapshot::IfAny(vec![
+                    "assistantMessageEvent.partial".into(),
+                    "message".into(),
+                ]),
             },
         );
         p.frames.insert(

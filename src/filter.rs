@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::dialect;
-use crate::durability::{self, Class, Profile, Snapshot};
+use crate::durability::{self, Class, Profile};
 use crate::event;
 use crate::json;
 
@@ -274,11 +274,7 @@ impl Filter {
             .key
             .as_deref()
             .map(|f| json::field(line, f).unwrap_or_default().to_vec());
-        let snapshot = match &rule.snapshot {
-            Snapshot::Always => true,
-            Snapshot::Never => false,
-            Snapshot::IfField(f) => json::field(line, f).is_some(),
-        };
+        let snapshot = rule.snapshot.holds(line);
         let pos = self
             .open
             .iter()

@@ -338,14 +338,16 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// The raw value of a top-level field. Like `JSON.parse` and jq, the last of duplicate keys
-/// wins, so every top-level member is skipped over (cheaply: strings by memchr).
-/// Keys spelled with escapes are compared decoded.
+/// The raw value of a top-level field, found without looking past it: only the members
+/// before it are skipped. A key that repeats (no producer writes one) is read at its first
+/// occurrence. Keys spelled with escapes are compared decoded.
 pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
-    members(line)
-        .filter(|(k, _)| key_is(k, key))
-        .last()
-        .map(|(_, v)| v)
+    members(line).find(|(k, _)| key_is(k, key)).map(|(_, v)| v)
+}
+
+/// The raw value at a dotted path of object keys (`assistantMessageEvent.partial`).
+pub fn path<'a>(line: &'a [u8], dotted: &str) -> Option<&'a [u8]> {
+    dotted.split('.').try_fold(line, field)
 }
 
 /// Whether a raw key (text between the quotes) spells `key`.

@@ -107,15 +107,15 @@ pub enum Parsed<'a> {
     BadRow(RowError),
 }
 
-/// Every row tag ends with this text; a line without it (and without an escape that could
-/// spell it) cannot be a row.
+/// Every row tag ends with this text. A line without it is not a row: DSH and sess write
+/// tags plainly, and a tag spelled with escapes (`"text-chunk\u0073"`) is not recognised.
 static CHUNKS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"chunks"));
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"-chunks\""));
 
 /// Tells a row from an event and decodes the row. A line is a row when its top-level `type`
 /// (the last one, as `JSON.parse` reads duplicates) is a row tag.
 pub fn parse(line: &[u8]) -> Parsed<'_> {
-    if CHUNKS.find(line).is_none() && memchr::memchr(b'\\', line).is_none() {
+    if CHUNKS.find(line).is_none() {
         return Parsed::Event;
     }
     if let Some(row) = canonical_row(line) {
