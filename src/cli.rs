@@ -4,6 +4,8 @@
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cmd;
+use crate::frames::Recovery;
+use crate::io::OpenOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +32,27 @@ pub struct Global {
     /// Never draw a progress bar (one is drawn on stderr only when it is a terminal).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// What to do with damaged zstd input: tolerate-tail keeps every complete frame and the
+    /// complete lines of a torn final frame; absolute fails on any damage; point-in-time
+    /// stops at the first damage; skip-corrupt skips damaged frames.
+    #[arg(
+        long,
+        global = true,
+        value_name = "MODE",
+        default_value = "tolerate-tail"
+    )]
+    pub recovery: Recovery,
+}
+
+impl Global {
+    /// How inputs are opened under these options.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            quiet: self.quiet,
+            recovery: self.recovery,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +62,7 @@ pub enum Command {
     Filter(cmd::filter::Args),
     Pack(cmd::pack::Args),
     Unpack(cmd::unpack::Args),
+    Repair(cmd::repair::Args),
     Verify(cmd::verify::Args),
     Completions(cmd::completions::Args),
 }

@@ -38,40 +38,56 @@ pub fn each_event(
 ) -> Result<()> {
     let mut buf = Vec::new();
     io::each_line(inputs, opts, |name, line| {
-        let whole = Event {
-            bytes: line.bytes,
-            line,
-            member: None,
-        };
-        let row = match rows::parse(line.bytes) {
-            rows::Parsed::Event => return f(name, &whole),
-            rows::Parsed::Row(row) => row,
-            // A torn row: leave it to the caller's torn-line policy.
-            rows::Parsed::BadJson(..) if !line.terminated => return f(name, &whole),
-            rows::Parsed::BadJson(_, e) => {
-                return Err(anyhow!(
-                    "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
-                    io::at(name, &line),
-                    e.offset + 1,
-                    line.offset + e.offset as u64
-                ));
-            }
-            rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", io::at(name, &line))),
-        };
-        for k in 0..row.len() {
-            buf.clear();
-            row.write_member(k, &mut buf);
-            let ev = Event {
-                bytes: &buf,
-                line,
-                member: Some((k, row.len())),
-            };
-            if f(name, &ev)? == Flow::Stop {
-                return Ok(Flow::Stop);
-            }
-        }
-        Ok(Flow::More)
+        expand(name, line, &mut buf, &mut f)
     })
+}
+
+/// Calls `f` with the logical events of one line: the line itself, or the members of the
+/// packed row it holds (written into `buf` one at a time).
+pub fn expand(
+    name: &str,
+    line: Line<'_>,
+    buf: &mut Vec<u8>,
+    f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow>,
+) -> Result<Flow> {
+    let whole = Event {
+        bytes: line.bytes,
+        line,
+        member: None,
+    };
+    let row = match rows::parse(line.bytes) {
+        rows::Parsed::Event => return f(name, &whole),
+        rows::Parsed::Row(row) => row,
+        // A torn row: leave it to the caller's torn-line policy.
+        rows::Parsed::BadJson(..) if !line.terminated => return f(name, &whole),
+        rows::Parsed::BadJson(_, e) => {
+            return Err(anyhow!(
+                "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
+                io::at(name, &line),
+                e.offset + 1,
+                line.offset + e.offset as u64
+            ));
+        }
+        rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", io::at(name, &line))),
+    };
+    for k in 0..row.len() {
+        buf.clear();
+        row.write_member(k, buf);
+        let ev = Event {
+            bytes: buf,
+            line,
+            member: Some((k, row.len())),
+        };
+        if f(name, &ev)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::More)
+}
+
+/// The top-level `seq` of an event, if it has a safe integer one.
+pub fn seq(line: &[u8]) -> Option<i64> {
+    json::field(line, "seq").and_then(json::safe_integer)
 }
 
 /// The top-level `type` of a line, if the line is an object with a string `type`.

@@ -19,6 +19,7 @@ pub mod dialect;
 pub mod durability;
 pub mod event;
 pub mod filter;
+pub mod frames;
 pub mod io;
 pub mod json;
 pub mod range;

@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Filter(args) => cmd::filter::run(args, g),
         Command::Pack(args) => cmd::pack::run(args, g),
         Command::Unpack(args) => cmd::unpack::run(args, g),
+        Command::Repair(args) => cmd::repair::run(args, g),
         Command::Completions(args) => cmd::completions::run(args),
     };
     match result {

@@ -614,7 +614,7 @@ pub struct Packer {
 impl Packer {
     /// One logical event (a line without its newline). `terminated` is false only for a
     /// last line without newline, which is written back exactly so.
-    pub fn event<W: Write>(
+    pub fn event<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
         terminated: bool,
@@ -633,7 +633,12 @@ impl Packer {
         }
     }
 
-    fn member<W: Write>(&mut self, line: &[u8], m: &Member<'_>, out: &mut W) -> io::Result<()> {
+    fn member<W: Write + ?Sized>(
+        &mut self,
+        line: &[u8],
+        m: &Member<'_>,
+        out: &mut W,
+    ) -> io::Result<()> {
         member_key(m, &mut self.scratch);
         // DSH's rule: same kind and block, seq + 1, a time gap that is a safe integer.
         let continues = self.last.as_ref().is_some_and(|l| {
@@ -699,7 +704,7 @@ impl Packer {
     }
 
     /// Writes the open run: a row if it is long enough, else its events verbatim.
-    fn flush<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+    fn flush<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
         let run = std::mem::take(&mut self.run);
         let last = self.last.take();
         if run.n == 0 {
@@ -724,7 +729,7 @@ impl Packer {
     }
 
     /// Flushes the open run. Call once at the end of the input.
-    pub fn finish<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
         self.flush(out)
     }
 }

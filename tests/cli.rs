@@ -146,12 +146,12 @@ fn cat_writes_output_file_atomically() {
         std::fs::read(&out).unwrap(),
         std::fs::read(testdata("pi-old.jsonl")).unwrap()
     );
-    // A failing run (corrupt zstd after good data) leaves the old output untouched and no
-    // temporary file behind.
+    // A failing run (a damaged frame followed by a good one) leaves the old output untouched
+    // and no temporary file behind.
     let mut bad = zstd(&std::fs::read(testdata("pi-new.jsonl")).unwrap());
     let n = bad.len();
     bad[n / 2] ^= 0xFF;
-    bad[n - 6] ^= 0xFF;
+    bad.extend(zstd(b"{\"type\":\"after\"}\n"));
     let badf = dir.path().join("bad.zst");
     std::fs::write(&badf, bad).unwrap();
     sess()

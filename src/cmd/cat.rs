@@ -1,14 +1,16 @@
-//! `sess cat`: logical events from any input, optionally selected by type or position.
+//! `sess cat`: logical events from any input, optionally selected by type, position or seq.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::cli::Global;
-use crate::event;
-use crate::io::{self, Flow, Input, Line, OpenOptions, Sink};
+use crate::event::{self, Event};
+use crate::frames::seek::{self, FrameRef};
+use crate::io::{self, Flow, Input, Line, LineReader, Sink};
 use crate::json;
 use crate::range::Range;
 
@@ -18,6 +20,8 @@ const LONG_ABOUT: &str = "Print the logical events of one or more logs as JSONL,
 each exactly as it was written. Inputs may be plain JSONL or zstd (detected by magic), \
 and packed chunk rows are expanded into the events they hold. Several inputs are read in \
 order, as one stream.\n\n\
+On a compressed file, --tail and --seq seek: they decode only the frames they need, found \
+through the file's frame index (or its frame headers when it has none).\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
 not valid JSON is a torn write and is dropped with a warning on stderr.";
 
@@ -25,7 +29,8 @@ const EXAMPLES: &str = "Examples:
   sess cat run.jsonl.zst > run.jsonl
   sess cat --type message_end run.jsonl | jq -r .message.role
   sess cat --lines 10..20 run.jsonl
-  sess cat --tail 5 run.jsonl";
+  sess cat --tail 5 run.jsonl.zst
+  sess cat --seq 1200..1300 session.jsonl.zst";
 
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
@@ -39,8 +44,13 @@ pub struct Args {
 
     /// Keep only events at these 1-based positions, counted across all inputs (A..B, A.., ..B
     /// or N; inclusive).
-    #[arg(long, value_name = "RANGE")]
+    #[arg(long, value_name = "RANGE", conflicts_with = "seq")]
     pub lines: Option<Range>,
+
+    /// Keep only events whose top-level "seq" is in this range (A..B, A.., ..B or N;
+    /// inclusive). Reading stops after B: a log's seq only rises.
+    #[arg(long, value_name = "RANGE")]
+    pub seq: Option<Range>,
 
     /// Print only the last N selected events.
     #[arg(long, value_name = "N")]
@@ -51,12 +61,65 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
+/// What makes an event selected, apart from its position.
+struct Select<'a> {
+    types: &'a [String],
+    seq: Option<Range>,
+}
+
+impl Select<'_> {
+    /// Whether to keep `bytes`, and whether reading may stop (past the seq range).
+    fn check(&self, bytes: &[u8]) -> (bool, bool) {
+        if let Some(r) = &self.seq {
+            let Some(s) = event::seq(bytes).and_then(|s| u64::try_from(s).ok()) else {
+                return (false, false);
+            };
+            if !r.contains(s) {
+                return (false, r.end.is_some_and(|e| s > e));
+            }
+        }
+        (
+            self.types.is_empty() || event::kind_is_one_of(bytes, self.types),
+            false,
+        )
+    }
+}
+
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
+    let select = Select {
+        types: &args.types,
+        seq: args.seq,
+    };
     let mut sink = Sink::open(args.output.as_deref())?;
+    let seekable = match &inputs[..] {
+        [Input::Path(p)] if args.lines.is_none() && (args.tail.is_some() || args.seq.is_some()) => {
+            frames_of(p)?
+        }
+        _ => None,
+    };
+    match (seekable, args.tail) {
+        (Some((path, mut file, frames)), Some(n)) => {
+            tail_frames(&path, &mut file, &frames, n, &select, &mut sink)?
+        }
+        (Some((path, mut file, frames)), None) => {
+            seq_frames(&path, &mut file, &frames, &select, &mut sink)?
+        }
+        (None, _) => sequential(&args, &inputs, &select, g, &mut sink)?,
+    }
+    sink.finish()
+}
+
+fn sequential(
+    args: &Args,
+    inputs: &[Input],
+    select: &Select<'_>,
+    g: Global,
+    sink: &mut Sink,
+) -> Result<()> {
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |name, ev| {
+    event::each_event(inputs, g.open_options(), |name, ev| {
         if ev.member.is_none() && is_torn(name, &ev.line) {
             return Ok(Flow::More);
         }
@@ -70,7 +133,11 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 Flow::More
             });
         }
-        if !args.types.is_empty() && !event::kind_is_one_of(ev.bytes, &args.types) {
+        let (keep, past) = select.check(ev.bytes);
+        if past {
+            return Ok(Flow::Stop);
+        }
+        if !keep {
             return Ok(Flow::More);
         }
         match args.tail {
@@ -81,14 +148,111 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 }
                 tail.push_back(ev.bytes.to_vec());
             }
-            None => write_line(&mut sink, ev.bytes)?,
+            None => write_line(sink, ev.bytes)?,
         }
         Ok(Flow::More)
     })?;
     for l in &tail {
-        write_line(&mut sink, l)?;
+        write_line(sink, l)?;
     }
-    sink.finish()
+    Ok(())
+}
+
+/// A compressed file whose frames can be found without reading it through.
+fn frames_of(p: &Path) -> Result<Option<(String, File, Vec<FrameRef>)>> {
+    let name = p.display().to_string();
+    let mut file = File::open(p).with_context(|| format!("{name}: cannot open"))?;
+    let mut head = [0u8; 4];
+    let n = std::io::Read::read(&mut file, &mut head)
+        .with_context(|| format!("{name}: cannot read"))?;
+    if !crate::io::source::is_zstd(&head[..n]) {
+        return Ok(None);
+    }
+    let frames = seek::data_frames(&mut file).with_context(|| format!("{name}: cannot read"))?;
+    Ok(frames.map(|f| (name, file, f)))
+}
+
+/// The selected events of one decoded frame, in order.
+fn frame_events(
+    name: &str,
+    plain: &[u8],
+    select: &Select<'_>,
+    out: &mut Vec<Vec<u8>>,
+) -> Result<bool> {
+    let mut buf = Vec::new();
+    let mut past = false;
+    let mut lines = LineReader::new(plain);
+    while let Some(line) = lines.next_line()? {
+        event::expand(name, line, &mut buf, &mut |_, ev: &Event<'_>| {
+            let (keep, stop) = select.check(ev.bytes);
+            if keep {
+                out.push(ev.bytes.to_vec());
+            }
+            past |= stop;
+            Ok(if stop { Flow::Stop } else { Flow::More })
+        })?;
+        if past {
+            break;
+        }
+    }
+    Ok(past)
+}
+
+/// The last `n` selected events, decoding frames from the end until there are enough.
+fn tail_frames(
+    name: &str,
+    file: &mut File,
+    frames: &[FrameRef],
+    n: usize,
+    select: &Select<'_>,
+    sink: &mut Sink,
+) -> Result<()> {
+    let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
+    for frame in frames.iter().rev() {
+        if kept.len() >= n {
+            break;
+        }
+        let plain = seek::decode(file, frame).with_context(|| name.to_string())?;
+        let mut events = Vec::new();
+        frame_events(name, &plain, select, &mut events)?;
+        for e in events.into_iter().rev() {
+            kept.push_front(e);
+        }
+    }
+    let skip = kept.len().saturating_sub(n);
+    for e in kept.iter().skip(skip) {
+        write_line(sink, e)?;
+    }
+    Ok(())
+}
+
+/// The events in a seq range, starting at the last frame that begins at or before it.
+fn seq_frames(
+    name: &str,
+    file: &mut File,
+    frames: &[FrameRef],
+    select: &Select<'_>,
+    sink: &mut Sink,
+) -> Result<()> {
+    let from = select.seq.map_or(0, |r| r.start as i64);
+    // Seq only rises, so nothing before the last frame starting at or before the range
+    // can be in it.
+    let first = frames
+        .iter()
+        .rposition(|f| f.first_seq.is_some_and(|s| s <= from))
+        .unwrap_or(0);
+    for frame in &frames[first..] {
+        let plain = seek::decode(file, frame).with_context(|| name.to_string())?;
+        let mut events = Vec::new();
+        let past = frame_events(name, &plain, select, &mut events)?;
+        for e in &events {
+            write_line(sink, e)?;
+        }
+        if past {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A last line without newline that does not parse is a torn write: warn and skip it.

@@ -8,7 +8,7 @@ use crate::cli::Global;
 use crate::durability::{Class, Profile};
 use crate::event;
 use crate::filter::{Filter, Options, Overrides};
-use crate::io::{Flow, Input, OpenOptions, Sink};
+use crate::io::{Flow, Input, Sink};
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
 
@@ -119,7 +119,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut filter = Filter::new(profile_arg(&args.profile)?, overrides, opts)?;
     let inputs = Input::list(&args.files);
     let mut sink = Sink::open(args.output.as_deref())?;
-    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |_, ev| {
+    event::each_event(&inputs, g.open_options(), |_, ev| {
         filter.event(
             ev.bytes,
             ev.line.terminated || ev.member.is_some(),

@@ -5,6 +5,7 @@ pub mod cat;
 pub mod completions;
 pub mod filter;
 pub mod pack;
+pub mod repair;
 pub mod stats;
 pub mod unpack;
 pub mod verify;

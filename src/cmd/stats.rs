@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::cli::Global;
 use crate::event;
-use crate::io::{Flow, Input, OpenOptions, Sink};
+use crate::io::{Flow, Input, Sink};
 use crate::stats::Stats;
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
@@ -37,7 +37,7 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let mut stats = Stats::default();
-    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |_, ev| {
+    event::each_event(&inputs, g.open_options(), |_, ev| {
         stats.add_event(ev);
         Ok(Flow::More)
     })?;

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::cli::Global;
 use crate::event;
-use crate::io::{self, Flow, Input, Line, OpenOptions, Sink};
+use crate::io::{self, Flow, Input, Line, Sink};
 
 const ABOUT: &str = "Expand packed chunk rows back into events";
 
@@ -35,7 +35,7 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let mut sink = Sink::open(args.output.as_deref())?;
-    event::each_event(&inputs, OpenOptions { quiet: g.quiet }, |name, ev| {
+    event::each_event(&inputs, g.open_options(), |name, ev| {
         sink.write_all(ev.bytes)?;
         if ev.line.terminated || ev.member.is_some() {
             sink.write_all(b"\n")?;

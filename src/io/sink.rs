@@ -44,6 +44,17 @@ impl Sink {
                     .suffix(".tmp")
                     .tempfile_in(dir)
                     .with_context(|| format!("{}: cannot create a temporary file", p.display()))?;
+                // A temporary file is private (0600); the output gets the target's
+                // permissions, or the usual 0644 for a new file.
+                let perms = std::fs::metadata(p)
+                    .map(|m| m.permissions())
+                    .ok()
+                    .or_else(new_file_permissions);
+                if let Some(perms) = perms {
+                    temp.as_file()
+                        .set_permissions(perms)
+                        .with_context(|| format!("{}: cannot set permissions", p.display()))?;
+                }
                 Target::File {
                     writer: BufWriter::with_capacity(BUFFER, temp),
                     path: p.to_path_buf(),
@@ -111,6 +122,17 @@ impl Write for Sink {
             Target::File { writer, .. } => writer.flush(),
         }
     }
+}
+
+#[cfg(unix)]
+fn new_file_permissions() -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(std::fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn new_file_permissions() -> Option<std::fs::Permissions> {
+    None
 }
 
 /// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).

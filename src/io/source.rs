@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::frames::{FrameReader, Recovery};
+
 /// The first four bytes of a zstd frame (little-endian 0xFD2FB528).
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
@@ -77,6 +79,8 @@ impl Source {
 pub struct OpenOptions {
     /// Never draw a progress bar.
     pub quiet: bool,
+    /// What to do with damaged zstd input.
+    pub recovery: Recovery,
 }
 
 pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
@@ -95,13 +99,15 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         None => raw,
     };
     let (head, raw) = peek(raw).with_context(|| format!("{name}: cannot read"))?;
-    let buffered = BufReader::with_capacity(256 * 1024, io::Cursor::new(head.clone()).chain(raw));
+    let whole = io::Cursor::new(head.clone()).chain(raw);
     let (compression, reader): (Compression, Box<dyn Read>) = if is_zstd(&head) {
-        let dec = zstd::stream::read::Decoder::with_buffer(buffered)
-            .with_context(|| format!("{name}: cannot start zstd decoder"))?;
-        (Compression::Zstd, Box::new(ZstdErrors { inner: dec }))
+        let frames = FrameReader::new(whole, &name, opts.recovery);
+        (Compression::Zstd, Box::new(frames))
     } else {
-        (Compression::Plain, Box::new(buffered))
+        (
+            Compression::Plain,
+            Box::new(BufReader::with_capacity(256 * 1024, whole)),
+        )
     };
     Ok(Source {
         name,
@@ -124,22 +130,6 @@ fn peek(mut r: Box<dyn Read>) -> io::Result<(Vec<u8>, Box<dyn Read>)> {
         }
     }
     Ok((head[..got].to_vec(), r))
-}
-
-/// zstd reports corruption as a bare message; say that it came from decompression.
-struct ZstdErrors<R> {
-    inner: R,
-}
-
-impl<R: Read> Read for ZstdErrors<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("zstd decompression failed: {e}"),
-            )
-        })
-    }
 }
 
 fn progress_bar(len: u64, name: &str, opts: OpenOptions) -> Option<ProgressBar> {

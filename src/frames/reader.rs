@@ -1,0 +1,395 @@
+//! Reads a run of zstd frames (any standard zstd stream) frame by frame, so that damage is
+//! found where it is and handled as the recovery mode says.
+//!
+//! A frame's output is held until its content checksum has been checked, so a damaged frame
+//! never yields a wrong line: complete frames are verified before their lines go out. (A
+//! frame whose output exceeds [`HOLD_LIMIT`], which sess never writes, releases its complete
+//! lines early; damage found later in such a frame is then an error in every mode.)
+
+use std::io::{self, Read};
+
+use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
+
+use super::index::SKIPPABLE_MAGIC;
+use super::walk::{ZSTD_MAGIC, is_skippable};
+
+/// How much of one frame's output is held back until its checksum is checked.
+pub const HOLD_LIMIT: usize = 64 << 20;
+
+/// What to do with damage, after RocksDB's WAL recovery modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recovery {
+    /// Keep every complete frame and the complete lines of a torn final frame (flagged as
+    /// unverified); ignore undecodable bytes at the very end; damage anywhere before the
+    /// end is an error.
+    #[default]
+    TolerateTail,
+    /// Any damage, a torn final frame included, is an error.
+    Absolute,
+    /// Stop at the first damage and keep everything before it, with a warning.
+    PointInTime,
+    /// Skip damaged frames and go on with the next good one, with a warning for each.
+    SkipCorrupt,
+}
+
+pub struct FrameReader<R: Read> {
+    src: R,
+    name: String,
+    mode: Recovery,
+    /// Compressed input: `buf[start..end]` is unread; `base` is the file offset of `buf[0]`.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    base: u64,
+    eof: bool,
+    dctx: DCtx<'static>,
+    scratch: Vec<u8>,
+    /// Output ready for the caller.
+    ready: Vec<u8>,
+    ready_pos: usize,
+    /// Output of the frame being decoded, not yet verified.
+    hold: Vec<u8>,
+    /// Where the frame being decoded starts, while inside one.
+    frame_start: Option<u64>,
+    released_unverified: bool,
+    done: bool,
+    /// Every warning given, also printed on stderr.
+    notices: Vec<String>,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl<R: Read> FrameReader<R> {
+    pub fn new(src: R, name: &str, mode: Recovery) -> FrameReader<R> {
+        FrameReader {
+            src,
+            name: name.to_string(),
+            mode,
+            buf: vec![0; 256 * 1024],
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            dctx: DCtx::create(),
+            scratch: vec![0; 128 * 1024],
+            ready: Vec::new(),
+            ready_pos: 0,
+            hold: Vec::new(),
+            frame_start: None,
+            released_unverified: false,
+            done: false,
+            notices: Vec::new(),
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    fn warn(&mut self, msg: &str) {
+        eprintln!("sess: warning: {}: {msg}", self.name);
+        self.notices.push(msg.to_string());
+    }
+
+    /// The warnings given so far (damage tolerated or skipped).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// Reads more input after `end`, keeping everything from `keep` (an index into `buf`).
+    fn refill(&mut self, keep: usize) -> io::Result<()> {
+        if keep > 0 && (keep == self.end || keep > self.buf.len() / 2) {
+            self.buf.copy_within(keep..self.end, 0);
+            self.end -= keep;
+            self.start -= keep;
+            self.base += keep as u64;
+        }
+        if self.end == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        loop {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Makes at least `n` unread bytes available, unless the input ends first.
+    fn want(&mut self, n: usize) -> io::Result<usize> {
+        while self.end - self.start < n && !self.eof {
+            self.refill(self.start)?;
+        }
+        Ok(self.end - self.start)
+    }
+
+    fn step(&mut self) -> io::Result<()> {
+        match self.frame_start {
+            Some(at) => self.decode_some(at),
+            None => self.next_frame(),
+        }
+    }
+
+    fn next_frame(&mut self) -> io::Result<()> {
+        let at = self.offset();
+        let have = self.want(8)?;
+        if have == 0 {
+            self.done = true;
+            return Ok(());
+        }
+        let head = &self.buf[self.start..self.start + have.min(8)];
+        if have < 4 {
+            let cut_magic = ZSTD_MAGIC.to_le_bytes().starts_with(head)
+                || SKIPPABLE_MAGIC.to_le_bytes().starts_with(head);
+            return if cut_magic {
+                self.torn(at)
+            } else {
+                self.damage(at, "trailing bytes that are not a frame")
+            };
+        }
+        let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+        if magic == ZSTD_MAGIC {
+            self.dctx
+                .reset(ResetDirective::SessionOnly)
+                .map_err(|c| invalid(format!("zstd: {}", zstd::zstd_safe::get_error_name(c))))?;
+            self.frame_start = Some(at);
+            return Ok(());
+        }
+        if is_skippable(magic) {
+            if have < 8 {
+                return self.torn(at);
+            }
+            let size = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as u64;
+            return self.skip(at, 8 + size);
+        }
+        self.damage(at, "no zstd frame magic")
+    }
+
+    /// Skips a skippable frame of `len` bytes starting at `at`.
+    fn skip(&mut self, at: u64, mut len: u64) -> io::Result<()> {
+        loop {
+            let here = (self.end - self.start) as u64;
+            if here >= len {
+                self.start += len as usize;
+                return Ok(());
+            }
+            len -= here;
+            self.start = self.end;
+            if self.eof {
+                return self.torn(at);
+            }
+            self.refill(self.start)?;
+        }
+    }
+
+    /// Where refills may discard input up to while decoding the frame at `at`: its start,
+    /// so that after damage the search for the next good frame can begin inside it (a
+    /// damaged header may have swallowed the next frame), unless the frame is very large.
+    fn keep_from(&self, at: u64) -> usize {
+        match at.checked_sub(self.base) {
+            Some(rel) if self.start - rel as usize <= HOLD_LIMIT => rel as usize,
+            _ => self.start,
+        }
+    }
+
+    fn decode_some(&mut self, at: u64) -> io::Result<()> {
+        if self.start == self.end {
+            if self.eof {
+                return self.torn(at);
+            }
+            return self.refill(self.keep_from(at));
+        }
+        let mut input = InBuffer::around(&self.buf[self.start..self.end]);
+        let mut output = OutBuffer::around(&mut self.scratch[..]);
+        let result = self.dctx.decompress_stream(&mut output, &mut input);
+        let (consumed, produced) = (input.pos(), output.pos());
+        self.start += consumed;
+        self.hold.extend_from_slice(&self.scratch[..produced]);
+        match result {
+            Err(code) => {
+                let why = format!("zstd: {}", zstd::zstd_safe::get_error_name(code));
+                self.damage(at, &why)
+            }
+            Ok(0) => {
+                // The frame is complete and its checksum matched.
+                self.ready = std::mem::take(&mut self.hold);
+                self.ready_pos = 0;
+                self.frame_start = None;
+                self.released_unverified = false;
+                Ok(())
+            }
+            Ok(_) => {
+                if self.hold.len() > HOLD_LIMIT
+                    && let Some(k) = memchr::memrchr(b'\n', &self.hold)
+                {
+                    self.ready = self.hold.drain(..=k).collect();
+                    self.ready_pos = 0;
+                    self.released_unverified = true;
+                }
+                if consumed == 0 && produced == 0 {
+                    if self.eof {
+                        return self.torn(at);
+                    }
+                    self.refill(self.keep_from(at))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The input ends inside the frame starting at `at`.
+    fn torn(&mut self, at: u64) -> io::Result<()> {
+        if self.mode == Recovery::Absolute {
+            return Err(invalid(format!(
+                "the input ends inside the frame at byte {at} (a torn write; \
+                 --recovery tolerate-tail keeps its complete lines)"
+            )));
+        }
+        let keep = memchr::memrchr(b'\n', &self.hold).map_or(0, |k| k + 1);
+        let lost = self.hold.len() - keep;
+        self.ready = self.hold.drain(..keep).collect();
+        self.ready_pos = 0;
+        self.hold.clear();
+        self.warn(&format!(
+            "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
+             line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
+             a partial line",
+            memchr::memchr_iter(b'\n', &self.ready).count()
+        ));
+        self.done = true;
+        Ok(())
+    }
+
+    /// The bytes at `at` are damaged: not a frame, or a frame that fails to decode.
+    fn damage(&mut self, at: u64, why: &str) -> io::Result<()> {
+        self.hold.clear();
+        self.frame_start = None;
+        if self.released_unverified {
+            return Err(invalid(format!(
+                "damage in the frame at byte {at} ({why}) after some of its lines were output"
+            )));
+        }
+        if self.mode == Recovery::Absolute {
+            return Err(invalid(format!("damaged input at byte {at}: {why}")));
+        }
+        if self.mode == Recovery::PointInTime {
+            self.warn(&format!(
+                "stopped at damaged input at byte {at} ({why}); everything from there on is dropped"
+            ));
+            self.done = true;
+            return Ok(());
+        }
+        // Look for a good frame from just after the damaged frame's first byte.
+        self.start = match at.checked_sub(self.base) {
+            Some(rel) => rel as usize + 1,
+            None => self.start,
+        };
+        match self.find_frame()? {
+            Some(next) if self.mode == Recovery::SkipCorrupt => {
+                self.warn(&format!("skipped damaged bytes {at}..{next} ({why})"));
+                Ok(())
+            }
+            Some(next) => Err(invalid(format!(
+                "damaged input at byte {at} ({why}), before the end: a good frame follows at byte \
+                 {next} (--recovery skip-corrupt skips the damage, point-in-time stops at it)"
+            ))),
+            None => {
+                self.warn(&format!(
+                    "ignored a damaged tail from byte {at} to the end ({why}); no good frame follows"
+                ));
+                self.done = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Moves `start` to the next frame that decodes whole (or a sess index frame), and
+    /// returns its offset; `None` if there is none before the end of the input.
+    fn find_frame(&mut self) -> io::Result<Option<u64>> {
+        let zstd = ZSTD_MAGIC.to_le_bytes();
+        let index = SKIPPABLE_MAGIC.to_le_bytes();
+        loop {
+            let hay = &self.buf[self.start..self.end];
+            let hit = memchr::memmem::find(hay, &zstd)
+                .into_iter()
+                .chain(memchr::memmem::find(hay, &index))
+                .min();
+            match hit {
+                Some(k) => {
+                    self.start += k;
+                    if self.frame_is_whole()? {
+                        return Ok(Some(self.offset()));
+                    }
+                    self.start += 1;
+                }
+                None if self.eof => return Ok(None),
+                None => {
+                    // Keep three bytes: a magic may straddle the refill.
+                    self.start = self.end.saturating_sub(3).max(self.start);
+                    self.refill(self.start)?;
+                }
+            }
+        }
+    }
+
+    /// Whether a whole frame that decodes (or a whole sess index frame) starts at `start`.
+    /// Leaves `start` where it was.
+    fn frame_is_whole(&mut self) -> io::Result<bool> {
+        self.want(8)?;
+        let head = &self.buf[self.start..self.end];
+        if head.len() >= 8 && head[..4] == SKIPPABLE_MAGIC.to_le_bytes() {
+            let size = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
+            return Ok(self.want(8 + size)? >= 8 + size);
+        }
+        let mut dctx = DCtx::create();
+        let mut pos = self.start;
+        loop {
+            if pos == self.end {
+                if self.eof {
+                    return Ok(false);
+                }
+                let rel = pos - self.start;
+                self.refill(self.start)?;
+                pos = self.start + rel;
+                continue;
+            }
+            let mut input = InBuffer::around(&self.buf[pos..self.end]);
+            let mut output = OutBuffer::around(&mut self.scratch[..]);
+            let r = dctx.decompress_stream(&mut output, &mut input);
+            pos += input.pos();
+            match r {
+                Err(_) => return Ok(false),
+                Ok(0) => return Ok(true),
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for FrameReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.ready_pos < self.ready.len() {
+                let n = out.len().min(self.ready.len() - self.ready_pos);
+                out[..n].copy_from_slice(&self.ready[self.ready_pos..self.ready_pos + n]);
+                self.ready_pos += n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            self.step()?;
+        }
+    }
+}

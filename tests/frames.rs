@@ -1,0 +1,547 @@
+//! The zstd frame container under fault injection: cuts at every byte of the tail, every
+//! single bit flipped, zero-filled and garbage tails, and the recovery modes.
+
+mod common;
+
+use std::io::{Read, Write};
+
+use common::{sess, testdata};
+use predicates::prelude::*;
+use sess::frames::writer::{self, FrameWriter, Layout};
+use sess::frames::{FrameReader, Index, Recovery};
+
+fn log(lines: usize) -> Vec<u8> {
+    (0..lines)
+        .flat_map(|i| {
+            format!(
+                "{{\"type\":\"e\",\"seq\":{i},\"text\":\"{}\"}}\n",
+                "abc ".repeat(i % 37)
+            )
+            .into_bytes()
+        })
+        .collect()
+}
+
+fn framed(data: &[u8], frame_size: usize) -> (Vec<u8>, Index) {
+    let opts = writer::Options {
+        level: 3,
+        frame_size,
+        layout: Layout::Sess,
+    };
+    let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+    w.write_all(data).unwrap();
+    w.finish().unwrap()
+}
+
+/// Reads with a recovery mode: the output, or the error, and the warnings.
+fn read(file: &[u8], mode: Recovery) -> (Result<Vec<u8>, String>, Vec<String>) {
+    let mut r = FrameReader::new(file, "test", mode);
+    let mut out = Vec::new();
+    let res = r
+        .read_to_end(&mut out)
+        .map(|_| out)
+        .map_err(|e| e.to_string());
+    (res, r.notices().to_vec())
+}
+
+#[test]
+fn a_clean_file_reads_back_exactly_in_every_mode() {
+    let data = log(2000);
+    let (file, index) = framed(&data, 8 * 1024);
+    assert!(index.entries.len() > 5);
+    for mode in [
+        Recovery::TolerateTail,
+        Recovery::Absolute,
+        Recovery::PointInTime,
+        Recovery::SkipCorrupt,
+    ] {
+        let (out, notices) = read(&file, mode);
+        assert_eq!(out.unwrap(), data);
+        assert!(notices.is_empty());
+    }
+}
+
+#[test]
+fn every_cut_in_the_last_two_frames_keeps_exactly_the_complete_lines() {
+    let data = log(600);
+    let (file, index) = framed(&data, 4 * 1024);
+    let n = index.entries.len();
+    let last_two_start = index.entries[n - 2].offset as usize;
+    // Where each frame's content ends in the plain data.
+    let mut content_end = Vec::new();
+    let mut acc = 0usize;
+    for e in &index.entries {
+        acc += e.uncompressed as usize;
+        content_end.push((e.offset + u64::from(e.compressed), acc));
+    }
+    for cut in last_two_start..file.len() {
+        let (out, notices) = read(&file[..cut], Recovery::TolerateTail);
+        let out = out.unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+        assert!(
+            data.starts_with(&out),
+            "cut {cut}: not a prefix: never a wrong line"
+        );
+        assert!(
+            out.is_empty() || out.ends_with(b"\n"),
+            "cut {cut}: complete lines only"
+        );
+        let complete = content_end
+            .iter()
+            .filter(|(end, _)| *end as usize <= cut)
+            .map(|(_, c)| *c)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            out.len() >= complete,
+            "cut {cut}: every complete frame is kept"
+        );
+        // A cut exactly between frames looks like a file without an index: nothing torn.
+        let at_boundary = content_end.iter().any(|(end, _)| *end as usize == cut);
+        if out.len() < data.len() && !at_boundary {
+            assert!(!notices.is_empty(), "cut {cut}: a torn tail is reported");
+        }
+        let (strict, _) = read(&file[..cut], Recovery::Absolute);
+        if out.len() < data.len() && !at_boundary {
+            assert!(strict.is_err(), "cut {cut}: absolute refuses a torn tail");
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_detected_or_harmless() {
+    let data = log(60);
+    let (file, index) = framed(&data, 1024);
+    assert!(index.entries.len() >= 3);
+    let mut detected = 0;
+    for byte in 0..file.len() {
+        for bit in 0..8 {
+            let mut f = file.clone();
+            f[byte] ^= 1 << bit;
+            let (out, notices) = read(&f, Recovery::TolerateTail);
+            match out {
+                Err(_) => detected += 1,
+                Ok(_) if !notices.is_empty() => detected += 1,
+                Ok(out) => assert!(
+                    out == data,
+                    "flip {byte}:{bit} yields a wrong line silently"
+                ),
+            }
+            if let Ok(out) = read(&f, Recovery::SkipCorrupt).0 {
+                // Whatever is kept is made of whole, true lines.
+                let text = String::from_utf8_lossy(&out);
+                let all = String::from_utf8_lossy(&data);
+                assert!(
+                    text.lines().all(|l| all.lines().any(|d| d == l)),
+                    "flip {byte}:{bit}"
+                );
+            }
+        }
+    }
+    assert!(detected > file.len() * 4, "{detected} flips detected");
+}
+
+/// A deterministic xorshift, so the test needs no randomness crate.
+fn rng(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[test]
+fn ten_thousand_random_flips_in_a_large_file() {
+    let data = log(8_000);
+    let (file, _) = framed(&data, 64 * 1024);
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..10_000 {
+        let at = (rng(&mut seed) % (file.len() as u64 * 8)) as usize;
+        let mut f = file.clone();
+        f[at / 8] ^= 1 << (at % 8);
+        let (out, notices) = read(&f, Recovery::TolerateTail);
+        if let Ok(out) = out
+            && notices.is_empty()
+        {
+            assert!(out == data, "flip at bit {at} yields a wrong line silently");
+        }
+    }
+}
+
+#[test]
+fn zero_filled_and_garbage_tails_are_ignored_with_a_warning() {
+    let data = log(300);
+    let (file, _) = framed(&data, 4096);
+    for tail in [
+        vec![0u8; 4096],
+        b"garbage after the end\n".to_vec(),
+        vec![0xFF; 3],
+    ] {
+        let mut f = file.clone();
+        f.extend(&tail);
+        let (out, notices) = read(&f, Recovery::TolerateTail);
+        assert_eq!(out.unwrap(), data);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(read(&f, Recovery::Absolute).0.is_err());
+    }
+}
+
+#[test]
+fn damage_before_the_tail_is_an_error_and_skip_corrupt_skips_it() {
+    let data = log(400);
+    let (file, index) = framed(&data, 4096);
+    let victim = index.entries[2];
+    let mut f = file.clone();
+    f[(victim.offset + u64::from(victim.compressed) / 2) as usize] ^= 0x10;
+    let (out, _) = read(&f, Recovery::TolerateTail);
+    let err = out.unwrap_err();
+    assert!(err.contains(&format!("byte {}", victim.offset)), "{err}");
+    assert!(err.contains("a good frame follows"), "{err}");
+    // point-in-time keeps the first two frames and stops.
+    let (out, notices) = read(&f, Recovery::PointInTime);
+    let before: usize = index.entries[..2]
+        .iter()
+        .map(|e| e.uncompressed as usize)
+        .sum();
+    assert_eq!(out.unwrap(), data[..before]);
+    assert_eq!(notices.len(), 1);
+    // skip-corrupt loses exactly the damaged frame.
+    let (out, notices) = read(&f, Recovery::SkipCorrupt);
+    let lost = before..before + victim.uncompressed as usize;
+    let mut want = data[..lost.start].to_vec();
+    want.extend_from_slice(&data[lost.end..]);
+    assert_eq!(out.unwrap(), want);
+    assert!(
+        notices[0].contains(&format!("skipped damaged bytes {}..", victim.offset)),
+        "{notices:?}"
+    );
+}
+
+#[test]
+fn stock_zstd_reads_sess_output() {
+    if std::process::Command::new("zstd")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: the zstd CLI is not installed (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for f in common::FIXTURES {
+        let out = dir.path().join(format!("{f}.zst"));
+        sess()
+            .args(["pack", "-o"])
+            .arg(&out)
+            .arg(testdata(f))
+            .assert()
+            .success();
+        let plain = sess()
+            .args(["pack", "--plain"])
+            .arg(testdata(f))
+            .output()
+            .unwrap()
+            .stdout;
+        let z = std::process::Command::new("zstd")
+            .arg("-dc")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(z.status.success(), "{f}");
+        assert!(z.stdout == plain, "{f}: zstd -dc gives the packed JSONL");
+        // Stock zstd's own output reads back the same.
+        let theirs = dir.path().join(format!("{f}.theirs.zst"));
+        let st = std::process::Command::new("zstd")
+            .args(["-q", "-f", "-o"])
+            .arg(&theirs)
+            .arg(testdata(f))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        sess()
+            .arg("cat")
+            .arg(&theirs)
+            .assert()
+            .success()
+            .stdout(std::fs::read(testdata(f)).unwrap());
+    }
+}
+
+#[test]
+fn pack_refuses_a_terminal_and_unpack_reads_both_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read(testdata("dsh.jsonl")).unwrap();
+    for layout in ["sess", "dsh"] {
+        let out = dir.path().join(format!("{layout}.zst"));
+        sess()
+            .args(["pack", "--frame-size", "300", "--layout", layout, "-o"])
+            .arg(&out)
+            .arg(testdata("dsh.jsonl"))
+            .assert()
+            .success();
+        sess()
+            .arg("unpack")
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(original.clone());
+        let bytes = std::fs::read(&out).unwrap();
+        let has_index = Index::read_from(&mut std::io::Cursor::new(&bytes))
+            .unwrap()
+            .is_some();
+        assert_eq!(has_index, layout == "sess");
+    }
+    // DSH's layout: the header line alone in the first frame.
+    let bytes = std::fs::read(dir.path().join("dsh.zst")).unwrap();
+    let first = zstd::zstd_safe::find_frame_compressed_size(&bytes).unwrap();
+    let header = zstd::decode_all(&bytes[..first]).unwrap();
+    assert_eq!(
+        header,
+        original.split_inclusive(|&b| b == b'\n').next().unwrap()
+    );
+    sess()
+        .args(["pack", "--plain", "--level", "0"])
+        .write_stdin("")
+        .assert()
+        .code(2);
+    sess()
+        .arg("pack")
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .success();
+    let _ = predicate::str::contains("");
+}
+
+fn packed_file(
+    dir: &std::path::Path,
+    lines: usize,
+    frame_size: usize,
+) -> (std::path::PathBuf, Vec<u8>) {
+    let data = log(lines);
+    let plain = dir.join("plain.jsonl");
+    std::fs::write(&plain, &data).unwrap();
+    let z = dir.join("log.jsonl.zst");
+    sess()
+        .args(["pack", "--frame-size", &frame_size.to_string(), "-o"])
+        .arg(&z)
+        .arg(&plain)
+        .assert()
+        .success();
+    (z, data)
+}
+
+#[test]
+fn cat_tail_and_seq_seek_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, data) = packed_file(dir.path(), 3000, 4096);
+    let text = String::from_utf8(data).unwrap();
+    let all: Vec<&str> = text.lines().collect();
+    let want = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    sess()
+        .args(["cat", "--tail", "5"])
+        .arg(&z)
+        .assert()
+        .success()
+        .stdout(want(&all[2995..]));
+    sess()
+        .args(["cat", "--seq", "1500..1510"])
+        .arg(&z)
+        .assert()
+        .success()
+        .stdout(want(&all[1500..=1510]));
+    sess()
+        .args(["cat", "--seq", "2990.."])
+        .arg(&z)
+        .assert()
+        .success()
+        .stdout(want(&all[2990..]));
+    // Without an index (DSH's layout) the frame headers are walked instead.
+    let d = dir.path().join("dsh.zst");
+    sess()
+        .args(["pack", "--layout", "dsh", "--frame-size", "4096", "-o"])
+        .arg(&d)
+        .arg(dir.path().join("plain.jsonl"))
+        .assert()
+        .success();
+    sess()
+        .args(["cat", "--tail", "5"])
+        .arg(&d)
+        .assert()
+        .success()
+        .stdout(want(&all[2995..]));
+    sess()
+        .args(["cat", "--seq", "100..101"])
+        .arg(&d)
+        .assert()
+        .success()
+        .stdout(want(&all[100..=101]));
+    // Stdin has no index: the same answer, read through.
+    sess()
+        .args(["cat", "--tail", "5"])
+        .pipe_stdin(&z)
+        .unwrap()
+        .assert()
+        .success()
+        .stdout(want(&all[2995..]));
+}
+
+#[test]
+fn verify_checks_frames_against_the_index_without_decompressing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, _) = packed_file(dir.path(), 2000, 4096);
+    sess()
+        .args(["verify", "--index-only"])
+        .arg(&z)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&z).unwrap();
+    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let victim = index.entries[3];
+    let mut bad = bytes.clone();
+    bad[(victim.offset + 20) as usize] ^= 0x01;
+    std::fs::write(&z, &bad).unwrap();
+    sess()
+        .args(["verify", "--index-only"])
+        .arg(&z)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(format!(
+            "frame 3 at byte {}: crc32",
+            victim.offset
+        )));
+    sess()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("damaged input at byte"));
+}
+
+#[test]
+fn an_index_pointing_past_the_end_is_reported_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, data) = packed_file(dir.path(), 500, 4096);
+    let mut bytes = std::fs::read(&z).unwrap();
+    // Drop one frame's worth of bytes before the index: its entries now point past it.
+    let (index, at) = Index::read_from(&mut std::io::Cursor::new(&bytes))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let cut = index.entries.last().unwrap().offset as usize;
+    bytes.drain(cut..at as usize);
+    std::fs::write(&z, &bytes).unwrap();
+    assert!(
+        Index::read_from(&mut std::io::Cursor::new(&bytes))
+            .unwrap()
+            .unwrap()
+            .is_err()
+    );
+    sess()
+        .args(["verify", "--index-only"])
+        .arg(&z)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "frame index: index entry points outside",
+        ));
+    // Readers do not need the index: everything before the dropped frame reads back.
+    let out = sess().arg("cat").arg(&z).output().unwrap();
+    assert!(out.status.success());
+    assert!(data.starts_with(&out.stdout) && out.stdout.len() < data.len());
+    // --tail falls back to reading through rather than trusting a bad index.
+    let tail = sess()
+        .args(["cat", "--tail", "1"])
+        .arg(&z)
+        .output()
+        .unwrap()
+        .stdout;
+    assert!(out.stdout.ends_with(&tail));
+}
+
+#[test]
+fn repair_keeps_good_frames_and_reports_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, data) = packed_file(dir.path(), 2000, 4096);
+    let bytes = std::fs::read(&z).unwrap();
+    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let victim = index.entries[2];
+    let mut bad = bytes.clone();
+    bad[(victim.offset + 30) as usize] ^= 0x40;
+    // And a torn tail: the last data frame cut in half, the index gone.
+    let last = index.entries.last().unwrap();
+    bad.truncate((last.offset + u64::from(last.compressed) / 2) as usize);
+    std::fs::write(&z, &bad).unwrap();
+    let fixed = dir.path().join("fixed.zst");
+    let before: u64 = index.entries[..2].iter().map(|e| u64::from(e.lines)).sum();
+    sess()
+        .arg("repair")
+        .arg(&z)
+        .arg("-o")
+        .arg(&fixed)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "lost bytes {}..{}",
+            victim.offset,
+            victim.offset + u64::from(victim.compressed)
+        )))
+        // The index went with the torn tail, so the lost frame's line count is unknown.
+        .stderr(predicate::str::contains(format!(
+            "an unknown number of lines after line {before}"
+        )))
+        .stderr(predicate::str::contains("a torn final frame"));
+    sess()
+        .arg("verify")
+        .arg(&fixed)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("seq"));
+    sess()
+        .args(["verify", "--index-only"])
+        .arg(&fixed)
+        .assert()
+        .success();
+    // Every kept line is a line of the original, in order, and everything else is there.
+    let out = sess().arg("cat").arg(&fixed).output().unwrap().stdout;
+    let text = String::from_utf8(data).unwrap();
+    let got = String::from_utf8(out).unwrap();
+    let lost: std::collections::HashSet<&str> = text
+        .lines()
+        .filter(|l| !got.lines().any(|g| g == *l))
+        .collect();
+    assert!(got.lines().all(|l| text.lines().any(|d| d == l)));
+    assert!(!lost.is_empty() && lost.len() < 400, "{}", lost.len());
+    // In place: atomic, and the result reads cleanly.
+    sess()
+        .args(["repair", "--in-place"])
+        .arg(&z)
+        .assert()
+        .success();
+    sess()
+        .args(["verify", "--index-only"])
+        .arg(&z)
+        .assert()
+        .success();
+}
+
+#[test]
+fn repair_of_a_plain_log_drops_damaged_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.jsonl");
+    std::fs::write(&p, "{\"a\":1}\n{\"b\":\n{\"c\":3}\n{\"d\"").unwrap();
+    sess()
+        .args(["repair", "--in-place"])
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("lost bytes 8..14 (invalid JSON at column 6: expected a JSON value): line 2 of the original"))
+        .stderr(predicate::str::contains("lost bytes 22..26 (a torn last line: no final newline): line 4 of the original"));
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "{\"a\":1}\n{\"c\":3}\n"
+    );
+}
