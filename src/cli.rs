@@ -63,6 +63,8 @@ pub enum Command {
     Pack(cmd::pack::Args),
     Unpack(cmd::unpack::Args),
     Repair(cmd::repair::Args),
+    Recover(cmd::recover::Args),
+    Diff(cmd::diff::Args),
     Verify(cmd::verify::Args),
     Completions(cmd::completions::Args),
 }

@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod delta;
 pub mod dialect;
 pub mod durability;
 pub mod event;

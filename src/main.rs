@@ -15,6 +15,8 @@ fn main() -> ExitCode {
         Command::Pack(args) => cmd::pack::run(args, g),
         Command::Unpack(args) => cmd::unpack::run(args, g),
         Command::Repair(args) => cmd::repair::run(args, g),
+        Command::Recover(args) => cmd::recover::run(args, g),
+        Command::Diff(args) => cmd::diff::run(args, g),
         Command::Completions(args) => cmd::completions::run(args),
     };
     match result {

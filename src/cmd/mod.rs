@@ -3,8 +3,10 @@
 
 pub mod cat;
 pub mod completions;
+pub mod diff;
 pub mod filter;
 pub mod pack;
+pub mod recover;
 pub mod repair;
 pub mod stats;
 pub mod unpack;

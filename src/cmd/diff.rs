@@ -1,0 +1,91 @@
+//! `sess diff`: snapshots in, encoded op batches out (the producer side of `recover`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow};
+
+use crate::cli::Global;
+use crate::delta::diff::{Limits, diff};
+use crate::delta::wire::Encoder;
+use crate::delta::{Op, is_base};
+use crate::io::{self, Flow, Input, Sink};
+use crate::value::Value;
+
+const ABOUT: &str = "Turn a stream of JSON snapshots into an op list";
+
+const LONG_ABOUT: &str = "Read JSON snapshots, one per line, and write the op batch that carries each to \
+the next, one record per line: {\"seq\":N,\"tag\":\"base\"|null,\"ops\":[...]}, encoded with one wire \
+encoder for the whole stream. The first batch is a base batch (an r). Strings change by \
+append, or by a front truncation plus an append when the new text overlaps the end of the \
+old (a rolling window, found by a bounded, verified scan), else by a set; arrays by one \
+splice between their common prefix and suffix; objects by per-key sets and deletes. Every \
+snapshot gets a record, an empty one when nothing changed. 'sess recover' of the output \
+gives the last snapshot.";
+
+const EXAMPLES: &str = "Examples:
+  sess diff snapshots.jsonl > list.jsonl && sess recover list.jsonl
+  sess diff --rebase-every 50 snapshots.jsonl -o list.jsonl";
+
+#[derive(Debug, clap::Args)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Args {
+    /// Snapshots, one JSON value per line ('-' or none for stdin).
+    pub file: Option<PathBuf>,
+
+    /// Write a base batch (the whole value) every N batches, so that recovery replays at
+    /// most N-1 batches.
+    #[arg(long, value_name = "N")]
+    pub rebase_every: Option<u64>,
+
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: Args, g: Global) -> Result<()> {
+    let inputs = Input::list(args.file.as_slice());
+    let mut sink = Sink::open(args.output.as_deref())?;
+    let mut encoder = Encoder::default();
+    let mut prev: Option<Value> = None;
+    let mut seq = 0u64;
+    io::each_line(&inputs, g.open_options(), |name, line| {
+        if line.bytes.iter().all(|&b| crate::json::is_ws(b)) {
+            return Ok(Flow::More);
+        }
+        let next = Value::parse(line.bytes).map_err(|e| {
+            anyhow!(
+                "{}:{}: a snapshot must be one JSON value: {} (byte offset {})",
+                io::at(name, &line),
+                e.offset + 1,
+                e.expected,
+                line.offset + e.offset as u64
+            )
+        })?;
+        let rebase = args
+            .rebase_every
+            .is_some_and(|n| n > 0 && seq > 0 && seq.is_multiple_of(n));
+        let ops = if rebase {
+            vec![Op::Replace(next.clone())]
+        } else {
+            diff(prev.as_ref(), &next, Limits::default())
+        };
+        let wire = encoder.encode(&ops);
+        let tag = if is_base(&ops) {
+            Value::string("base")
+        } else {
+            Value::Null
+        };
+        let record = Value::Object(vec![
+            ("seq".encode_utf16().collect(), Value::Number(seq as f64)),
+            ("tag".encode_utf16().collect(), tag),
+            ("ops".encode_utf16().collect(), wire),
+        ]);
+        sink.write_all(&record.to_json())?;
+        sink.write_all(b"\n")?;
+        prev = Some(next);
+        seq += 1;
+        Ok(Flow::More)
+    })?;
+    sink.finish()
+}

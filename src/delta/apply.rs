@@ -1,0 +1,162 @@
+//! Applies decoded ops to a value, as the reference library's `apply` does.
+//!
+//! Paths walk own members only; an array index must exist, or be one past the end where a
+//! write appends; a splice clamps its index and count as `Array.prototype.splice` does;
+//! `t` drops UTF-16 code units from the front. Not transactional: ops before a failing
+//! op stay applied, so callers stop at the first error.
+
+use super::{Error, Op, Path, Seg};
+use crate::value::Value;
+
+/// Applies `op` to `root` (`None` until the first `r`).
+pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
+    match op {
+        Op::Replace(v) => {
+            *root = Some(v);
+            Ok(())
+        }
+        Op::Splice(path, i, remove, items) => {
+            let Some(Value::Array(a)) = resolve(root, &path)? else {
+                return Err(Error::unresolvable(&path));
+            };
+            let i = (i as usize).min(a.len());
+            let remove = (remove as usize).min(a.len() - i);
+            a.splice(i..i + remove, items);
+            Ok(())
+        }
+        Op::Permute(path, perm) => {
+            let target = resolve(root, &path)?;
+            match target {
+                Some(Value::Array(a)) if a.len() == perm.len() => {
+                    let old = std::mem::take(a);
+                    let mut old: Vec<Option<Value>> = old.into_iter().map(Some).collect();
+                    *a = perm
+                        .iter()
+                        .map(|&j| old[j as usize].take().expect("a bijection"))
+                        .collect();
+                    Ok(())
+                }
+                _ => Err(Error::unresolvable(&path)),
+            }
+        }
+        Op::Set(path, v) => at_parent(root, &path, Member::Set(v)),
+        Op::Delete(path) => at_parent(root, &path, Member::Delete),
+        Op::Append(path, s) => at_parent(root, &path, Member::Append(s)),
+        Op::Truncate(path, n) => at_parent(root, &path, Member::Truncate(n)),
+    }
+}
+
+/// What `s`, `d`, `a` and `t` do to the member their path ends at.
+enum Member {
+    Set(Value),
+    Delete,
+    Append(Vec<u16>),
+    Truncate(u64),
+}
+
+/// An object key for a segment: a number on an object names the key spelled in digits.
+fn key_of(seg: &Seg) -> Vec<u16> {
+    match seg {
+        Seg::Key(k) => k.clone(),
+        Seg::Index(i) => i.to_string().encode_utf16().collect(),
+    }
+}
+
+fn seg_text(seg: &Seg) -> String {
+    match seg {
+        Seg::Key(k) => String::from_utf16_lossy(k),
+        Seg::Index(i) => i.to_string(),
+    }
+}
+
+/// Walks `path` through own members. `Ok(None)` only for the empty path of an absent root.
+fn resolve<'a>(root: &'a mut Option<Value>, path: &[Seg]) -> Result<Option<&'a mut Value>, Error> {
+    let Some(mut cur) = root.as_mut() else {
+        return if path.is_empty() {
+            Ok(None)
+        } else {
+            Err(Error::unresolvable(&path[..1]))
+        };
+    };
+    for (k, seg) in path.iter().enumerate() {
+        let here = &path[..=k];
+        cur = match cur {
+            Value::Object(members) => {
+                let key = key_of(seg);
+                members
+                    .iter_mut()
+                    .find(|(name, _)| *name == key)
+                    .map(|(_, v)| v)
+                    .ok_or_else(|| Error::unresolvable(here))?
+            }
+            Value::Array(items) => match seg {
+                Seg::Key(_) => return Err(Error::unsafe_segment(&seg_text(seg))),
+                Seg::Index(i) => items
+                    .get_mut(*i as usize)
+                    .ok_or_else(|| Error::unresolvable(here))?,
+            },
+            _ => return Err(Error::unresolvable(here)),
+        };
+    }
+    Ok(Some(cur))
+}
+
+fn at_parent(root: &mut Option<Value>, path: &Path, what: Member) -> Result<(), Error> {
+    let Some((last, parent_path)) = path.split_last() else {
+        return Err(Error::unresolvable(&[]));
+    };
+    let parent = resolve(root, parent_path)?.ok_or_else(|| Error::unresolvable(path))?;
+    match parent {
+        Value::Array(items) => {
+            let Seg::Index(i) = last else {
+                return Err(Error::unsafe_segment(&seg_text(last)));
+            };
+            let i = *i as usize;
+            if i > items.len() {
+                return Err(Error::unsafe_segment(&i.to_string()));
+            }
+            match what {
+                Member::Set(v) if i == items.len() => items.push(v),
+                Member::Set(v) => items[i] = v,
+                Member::Delete if i < items.len() => {
+                    items.remove(i);
+                }
+                Member::Delete => return Err(Error::unresolvable(path)),
+                Member::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
+                Member::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
+            }
+        }
+        Value::Object(members) => {
+            let key = key_of(last);
+            let pos = members.iter().position(|(k, _)| *k == key);
+            match (what, pos) {
+                (Member::Set(v), Some(p)) => members[p].1 = v,
+                (Member::Set(v), None) => members.push((key, v)),
+                (Member::Delete, Some(p)) => {
+                    members.remove(p);
+                }
+                (Member::Delete, None) => {}
+                (Member::Append(s), p) => {
+                    string_at(p.map(|p| &mut members[p].1), path)?.extend_from_slice(&s)
+                }
+                (Member::Truncate(n), p) => {
+                    truncate(string_at(p.map(|p| &mut members[p].1), path)?, n)
+                }
+            }
+        }
+        _ => return Err(Error::unresolvable(parent_path)),
+    }
+    Ok(())
+}
+
+fn string_at<'a>(v: Option<&'a mut Value>, path: &Path) -> Result<&'a mut Vec<u16>, Error> {
+    match v {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(Error::unresolvable(path)),
+    }
+}
+
+fn truncate(s: &mut Vec<u16>, n: u64) {
+    let n = (n as usize).min(s.len());
+    s.drain(..n);
+}

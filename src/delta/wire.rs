@@ -1,0 +1,290 @@
+//! The wire form of op batches: encoder and decoder side by side.
+//!
+//! A path is written inline on its first use; on its second use the encoder first emits
+//! `["#",id,path]` (ids count from 0) and from then on refers to it by number. An op whose
+//! path is the previous op's (within one batch) is written short, without its path; arity
+//! tells the forms apart. `r` resets both tables. One encoder and one decoder per stream.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Error, Op, Path, count, js_string, parse_path, path_value};
+use crate::value::Value;
+
+/// Checks the shape of a wire op (`assertValidWireOp`): verb, arity, payload types, path
+/// references and their segments.
+pub fn validate(op: &Value) -> Result<(), Error> {
+    let t = match op {
+        Value::Array(t) if !t.is_empty() => t,
+        _ => return Err(Error::type_error("op is not a tuple")),
+    };
+    let verb = match &t[0] {
+        Value::String(s) => String::from_utf16_lossy(s),
+        other => {
+            return Err(Error::type_error(&format!(
+                "unknown op verb: {}",
+                js_string(other)
+            )));
+        }
+    };
+    let n = t.len();
+    let arity = |ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::type_error(&format!("{verb} arity")))
+        }
+    };
+    // The path reference of a long form, at index 1.
+    let reference = |long: bool| if long { validate_ref(&t[1]) } else { Ok(()) };
+    match verb.as_str() {
+        "r" => arity(n == 2),
+        "s" => {
+            arity(n == 2 || n == 3)?;
+            reference(n == 3)
+        }
+        "d" => {
+            arity(n == 1 || n == 2)?;
+            reference(n == 2)
+        }
+        "a" => {
+            arity(n == 2 || n == 3)?;
+            if !matches!(t[n - 1], Value::String(_)) {
+                return Err(Error::type_error("a value"));
+            }
+            reference(n == 3)
+        }
+        "t" => {
+            arity(n == 2 || n == 3)?;
+            if count(&t[n - 1]).is_none() {
+                return Err(Error::type_error("t count"));
+            }
+            reference(n == 3)
+        }
+        "p" => {
+            arity(n == 4 || n == 5)?;
+            reference(n == 5)?;
+            if count(&t[n - 3]).is_none() {
+                return Err(Error::type_error("p index"));
+            }
+            if count(&t[n - 2]).is_none() {
+                return Err(Error::type_error("p remove"));
+            }
+            if !matches!(t[n - 1], Value::Array(_)) {
+                return Err(Error::type_error("p items"));
+            }
+            Ok(())
+        }
+        "m" => {
+            arity(n == 2 || n == 3)?;
+            reference(n == 3)?;
+            permutation(&t[n - 1]).map(|_| ())
+        }
+        "#" => {
+            if n != 3 || count(&t[1]).is_none() || !matches!(t[2], Value::Array(_)) {
+                return Err(Error::type_error("# shape"));
+            }
+            parse_path(&t[2]).map(|_| ())
+        }
+        _ => Err(Error::type_error(&format!("unknown op verb: {verb}"))),
+    }
+}
+
+fn validate_ref(v: &Value) -> Result<(), Error> {
+    match v {
+        Value::Number(_) if count(v).is_some() => Ok(()),
+        Value::Number(_) => Err(Error::type_error("bad path id")),
+        _ => parse_path(v).map(|_| ()),
+    }
+}
+
+/// A permutation of `0..n`.
+fn permutation(v: &Value) -> Result<Vec<u64>, Error> {
+    let Value::Array(items) = v else {
+        return Err(Error::type_error("m permutation is not an array"));
+    };
+    let perm: Option<Vec<u64>> = items.iter().map(count).collect();
+    let bijection = perm.as_ref().is_some_and(|p| {
+        let mut seen = vec![false; p.len()];
+        p.iter()
+            .all(|&i| (i as usize) < seen.len() && !std::mem::replace(&mut seen[i as usize], true))
+    });
+    match perm {
+        Some(p) if bijection => Ok(p),
+        _ => Err(Error::type_error("m permutation is not a bijection")),
+    }
+}
+
+/// Decodes the batches of one stream.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    paths: HashMap<u64, Path>,
+}
+
+/// A decoding failure: the index of the op in its batch (if the batch is an array) and why.
+pub type DecodeError = (Option<usize>, Error);
+
+impl Decoder {
+    pub fn decode(&mut self, batch: &Value) -> Result<Vec<Op>, DecodeError> {
+        let Value::Array(ops) = batch else {
+            return Err((None, Error::type_error("op is not a tuple")));
+        };
+        let mut previous: Option<Path> = None;
+        let mut out = Vec::with_capacity(ops.len());
+        for (k, op) in ops.iter().enumerate() {
+            if let Some(op) = self.one(op, &mut previous).map_err(|e| (Some(k), e))? {
+                out.push(op);
+            }
+        }
+        Ok(out)
+    }
+
+    fn one(&mut self, op: &Value, previous: &mut Option<Path>) -> Result<Option<Op>, Error> {
+        validate(op)?;
+        let Value::Array(t) = op else {
+            unreachable!("validated")
+        };
+        let Value::String(verb) = &t[0] else {
+            unreachable!("validated")
+        };
+        let verb = verb[0] as u8;
+        if verb == b'#' {
+            let id = count(&t[1]).expect("validated");
+            self.paths.insert(id, parse_path(&t[2])?);
+            return Ok(None);
+        }
+        if verb == b'r' {
+            self.paths.clear();
+            *previous = None;
+            return Ok(Some(Op::Replace(t[1].clone())));
+        }
+        let short = matches!(
+            (verb, t.len()),
+            (b'd', 1) | (b's' | b'a' | b't' | b'm', 2) | (b'p', 4)
+        );
+        let path = if short {
+            previous.clone().ok_or_else(|| Error::unresolvable(&[]))?
+        } else {
+            let path = match &t[1] {
+                Value::Number(_) => {
+                    let id = count(&t[1]).expect("validated");
+                    self.paths
+                        .get(&id)
+                        .cloned()
+                        .ok_or_else(|| Error::unresolvable_text(&id.to_string()))?
+                }
+                p => parse_path(p)?,
+            };
+            *previous = Some(path.clone());
+            path
+        };
+        if path.is_empty() && matches!(verb, b's' | b'd' | b'a' | b't') {
+            return Err(Error::unresolvable(&[]));
+        }
+        let last = &t[t.len() - 1];
+        Ok(Some(match verb {
+            b's' => Op::Set(path, last.clone()),
+            b'd' => Op::Delete(path),
+            b'a' => {
+                let Value::String(s) = last else {
+                    unreachable!("validated")
+                };
+                Op::Append(path, s.clone())
+            }
+            b't' => Op::Truncate(path, count(last).expect("validated")),
+            b'p' => {
+                let n = t.len();
+                let Value::Array(items) = last else {
+                    unreachable!("validated")
+                };
+                Op::Splice(
+                    path,
+                    count(&t[n - 3]).expect("validated"),
+                    count(&t[n - 2]).expect("validated"),
+                    items.clone(),
+                )
+            }
+            b'm' => Op::Permute(path, permutation(last)?),
+            _ => unreachable!("validated"),
+        }))
+    }
+}
+
+/// Encodes the batches of one stream.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    seen: HashSet<Path>,
+    ids: HashMap<Path, u64>,
+    next_id: u64,
+}
+
+impl Encoder {
+    pub fn encode(&mut self, ops: &[Op]) -> Value {
+        let mut out = Vec::with_capacity(ops.len());
+        let mut previous: Option<&Path> = None;
+        for op in ops {
+            let Some(path) = op.path() else {
+                if let Op::Replace(v) = op {
+                    out.push(Value::Array(vec![Value::string("r"), v.clone()]));
+                }
+                self.seen.clear();
+                self.ids.clear();
+                self.next_id = 0;
+                previous = None;
+                continue;
+            };
+            let mut t = vec![Value::string(&op.verb().to_string())];
+            if previous != Some(path) {
+                let reference = if let Some(&id) = self.ids.get(path) {
+                    Value::Number(id as f64)
+                } else if self.seen.contains(path) {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    self.ids.insert(path.clone(), id);
+                    out.push(Value::Array(vec![
+                        Value::string("#"),
+                        Value::Number(id as f64),
+                        path_value(path),
+                    ]));
+                    Value::Number(id as f64)
+                } else {
+                    self.seen.insert(path.clone());
+                    path_value(path)
+                };
+                t.push(reference);
+                previous = Some(path);
+            }
+            match op {
+                Op::Set(_, v) => t.push(v.clone()),
+                Op::Delete(_) | Op::Replace(_) => {}
+                Op::Append(_, s) => t.push(Value::String(s.clone())),
+                Op::Truncate(_, n) => t.push(Value::Number(*n as f64)),
+                Op::Splice(_, i, r, items) => t.extend([
+                    Value::Number(*i as f64),
+                    Value::Number(*r as f64),
+                    Value::Array(items.clone()),
+                ]),
+                Op::Permute(_, p) => t.push(Value::Array(
+                    p.iter().map(|&i| Value::Number(i as f64)).collect(),
+                )),
+            }
+            out.push(Value::Array(t));
+        }
+        Value::Array(out)
+    }
+}
+
+/// The verb of a batch's first op, read from raw JSON without parsing the batch: a cheap
+/// base test while scanning a list backwards.
+pub fn first_verb(ops: &[u8]) -> Option<&[u8]> {
+    let i = crate::json::skip_ws(ops, 0);
+    if ops.get(i) != Some(&b'[') {
+        return None;
+    }
+    let i = crate::json::skip_ws(ops, i + 1);
+    if ops.get(i) != Some(&b'[') {
+        return None;
+    }
+    let i = crate::json::skip_ws(ops, i + 1);
+    let end = crate::json::string_end(ops, i).filter(|_| ops.get(i) == Some(&b'"'))?;
+    Some(&ops[i + 1..end - 1])
+}
