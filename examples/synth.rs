@@ -11,6 +11,8 @@
 //!   `tool_execution_update` on every child delta, carrying the child's whole transcript so
 //!   far. `--turns`, `--deltas` (per child turn) and `--tool-result-bytes` shape the child.
 //! - `dsh`: a DeepSeek Harness log where `assistant/chunk` deltas are most of the lines.
+//! - `oplist`: an op list of a rolling tool-output window: a base batch every 5,000 batches
+//!   and exactly 100 batches after the last one, so recovery replays 100 whatever the size.
 //!
 //! The same arguments always produce the same bytes.
 
@@ -26,6 +28,8 @@ enum Kind {
     PiNew,
     Subagent,
     Dsh,
+    /// An op list (Chord batches) whose last base batch is 100 batches from the end.
+    Oplist,
 }
 
 #[derive(Debug, Parser)]
@@ -474,6 +478,37 @@ fn dsh(out: &mut Out, rng: &mut Rng, size: u64, seed: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// A rolling window: each batch drops 40 units from the front and appends 40.
+fn oplist(out: &mut Out, rng: &mut Rng, size: u64) -> io::Result<()> {
+    let window = |rng: &mut Rng| text_of(rng, 4000).chars().take(4000).collect::<String>();
+    let base = |seq: u64, rng: &mut Rng| {
+        format!(
+            r#"{{"seq":{seq},"tag":"base","ops":[["r",{{"out":{},"n":{seq},"items":[]}}]]}}"#,
+            js(&window(rng))
+        )
+    };
+    let batch = |seq: u64, rng: &mut Rng| {
+        let chunk: String = text_of(rng, 40).chars().take(40).collect();
+        format!(
+            r#"{{"seq":{seq},"tag":null,"ops":[["t",["out"],40],["a",{}],["s",["n"],{seq}]]}}"#,
+            js(&chunk)
+        )
+    };
+    // Size the list from a sample batch so the last base lands 100 batches from the end.
+    let per_batch = batch(1_000_000, &mut Rng(1)).len() as u64 + 1;
+    let total = (size / per_batch).max(200);
+    let last_base = total - 101;
+    for seq in 0..total {
+        let line = if seq == 0 || seq == last_base || (seq % 5000 == 0 && seq < last_base) {
+            base(seq, rng)
+        } else {
+            batch(seq, rng)
+        };
+        out.line(&line)?;
+    }
+    Ok(())
+}
+
 fn main() -> io::Result<()> {
     let a = Args::parse();
     let w: Box<dyn Write> = match &a.output {
@@ -487,6 +522,7 @@ fn main() -> io::Result<()> {
         Kind::PiNew => pi(&mut out, &mut rng, a.size, false, a.seed),
         Kind::Subagent => subagent(&mut out, &mut rng, &a),
         Kind::Dsh => dsh(&mut out, &mut rng, a.size, a.seed),
+        Kind::Oplist => oplist(&mut out, &mut rng, a.size),
     };
     match result.and_then(|()| out.w.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),

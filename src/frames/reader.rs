@@ -110,20 +110,11 @@ impl<R: Read> FrameReader<R> {
             let grown = self.buf.len() * 2;
             self.buf.resize(grown, 0);
         }
-        loop {
-            match self.src.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(());
-                }
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        match crate::io::read_some(&mut self.src, &mut self.buf[self.end..])? {
+            0 => self.eof = true,
+            n => self.end += n,
         }
+        Ok(())
     }
 
     /// Makes at least `n` unread bytes available, unless the input ends first.

@@ -64,7 +64,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
     };
     f.seek(SeekFrom::Start(at))?;
     let mut head = [0u8; 8];
-    let have = read_up_to(f, &mut head)?;
+    let have = crate::io::read_full(f, &mut head)?;
     if have < 4 {
         // The start of a magic number is a frame cut short; anything else is not a frame.
         let prefix = &head[..have];
@@ -115,7 +115,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
     loop {
         let mut bh = [0u8; 3];
         f.seek(SeekFrom::Start(pos))?;
-        if pos + 3 > len || read_up_to(f, &mut bh)? < 3 {
+        if pos + 3 > len || crate::io::read_full(f, &mut bh)? < 3 {
             return Ok(torn);
         }
         let h = u32::from(bh[0]) | u32::from(bh[1]) << 8 | u32::from(bh[2]) << 16;
@@ -146,19 +146,6 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
         len: pos - at,
         kind: Kind::Zstd { checksum },
     }))
-}
-
-fn read_up_to<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]

@@ -100,20 +100,11 @@ impl<R: Read> LineReader<R> {
                 self.buf.resize(grown, 0);
             }
         }
-        loop {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(());
-                }
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
+        match super::read_some(&mut self.inner, &mut self.buf[self.end..])? {
+            0 => self.eof = true,
+            n => self.end += n,
         }
+        Ok(())
     }
 }
 

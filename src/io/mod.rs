@@ -4,6 +4,8 @@ pub mod lines;
 pub mod sink;
 pub mod source;
 
+use std::io::Read;
+
 use anyhow::{Context, Result};
 
 pub use lines::{Line, LineReader};
@@ -50,4 +52,26 @@ pub fn each_line(
 /// `file:line` for messages.
 pub fn at(name: &str, line: &Line<'_>) -> String {
     format!("{name}:{}", line.number)
+}
+
+/// `Read::read`, tried again when a signal interrupts it.
+pub fn read_some<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+pub fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read_some(r, &mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
 }

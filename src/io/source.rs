@@ -120,15 +120,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
 /// Reads up to four bytes to sniff the format. A pipe may deliver them one at a time.
 fn peek(mut r: Box<dyn Read>) -> io::Result<(Vec<u8>, Box<dyn Read>)> {
     let mut head = [0u8; 4];
-    let mut got = 0;
-    while got < head.len() {
-        match r.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let got = super::read_full(&mut r, &mut head)?;
     Ok((head[..got].to_vec(), r))
 }
 
