@@ -290,9 +290,16 @@ impl Filter {
                 self.open.last_mut().expect("just pushed")
             }
         };
-        // A snapshot carries the whole value so far: it supersedes what the run held.
+        // A snapshot carries the whole value so far: it supersedes what the run held. The
+        // buffer of the frame it replaces is reused: runs of snapshots are the hot path.
         if snapshot {
-            run.frames.clear();
+            run.frames.truncate(1);
+            if let Some((buf, t)) = run.frames.first_mut() {
+                buf.clear();
+                buf.extend_from_slice(line);
+                *t = terminated;
+                return;
+            }
         }
         run.frames.push((line.to_vec(), terminated));
     }
