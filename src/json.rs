@@ -161,7 +161,7 @@ pub fn string_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
         let Some(k) = memchr::memchr2(b'"', b'\\', &b[j..]) else {
             return err(b.len(), "a closing '\"'");
         };
-        if let Some(c) = b[j..j + k].iter().position(|&c| c < 0x20) {
+        if let Some(c) = find_control(&b[j..j + k]) {
             return err(j + c, "no raw control character in a string (escape it)");
         }
         j += k;
@@ -170,6 +170,28 @@ pub fn string_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
         }
         j = escape_end(b, j)?;
     }
+}
+
+/// The first byte below 0x20, eight bytes at a time: a byte below 0x20 borrows when 0x20 is
+/// subtracted from it and has its high bit clear; the lowest such byte is always a true
+/// hit (borrows only travel upwards).
+fn find_control(b: &[u8]) -> Option<usize> {
+    const LOW: u64 = 0x2020_2020_2020_2020;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = b.chunks_exact(8);
+    for (n, chunk) in chunks.by_ref().enumerate() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let hit = x.wrapping_sub(LOW) & !x & HIGH;
+        if hit != 0 {
+            return Some(n * 8 + (hit.trailing_zeros() / 8) as usize);
+        }
+    }
+    let done = b.len() - chunks.remainder().len();
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c < 0x20)
+        .map(|k| done + k)
 }
 
 /// `i` is at a backslash; returns the index after the escape.
@@ -448,6 +470,23 @@ mod tests {
         for (s, off) in cases {
             let e = validate(s.as_bytes()).expect_err(s);
             assert_eq!(e.offset, *off, "{s}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn finds_control_bytes_exactly() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b: Vec<u8> = (0..len).map(|i| b"a \x7f\xff~!"[i % 6]).collect();
+                if at < len {
+                    b[at] = 0x1f;
+                    if at + 1 < len {
+                        b[at + 1] = 0x00;
+                    }
+                }
+                let want = b.iter().position(|&c| c < 0x20);
+                assert_eq!(find_control(&b), want, "len {len} at {at}");
+            }
         }
     }
 
