@@ -545,3 +545,42 @@ fn repair_of_a_plain_log_drops_damaged_lines() {
         "{\"a\":1}\n{\"c\":3}\n"
     );
 }
+
+#[test]
+fn streaming_pack_writes_a_frame_per_window_that_survives_a_kill() {
+    use std::process::{Command as StdCommand, Stdio};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("live.jsonl.zst");
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+        .args(["pack", "--window", "100", "-o"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let first = b"{\"type\":\"a\",\"seq\":0}\n{\"type\":\"b\",\"seq\":1}\n";
+    stdin.write_all(first).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // The window expired while the input was quiet: the frame is in the file already.
+    let (got, _) = read(&std::fs::read(&out).unwrap(), Recovery::TolerateTail);
+    assert_eq!(got.unwrap(), first);
+    let second = b"{\"type\":\"c\",\"seq\":2}\n";
+    stdin.write_all(second).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // A crash (SIGKILL) keeps every frame written before it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let bytes = std::fs::read(&out).unwrap();
+    let (got, notices) = read(&bytes, Recovery::Absolute);
+    assert_eq!(got.unwrap(), [&first[..], &second[..]].concat());
+    assert!(notices.is_empty());
+    assert!(
+        Index::read_from(&mut std::io::Cursor::new(&bytes))
+            .unwrap()
+            .is_none(),
+        "no index: the run never ended"
+    );
+}

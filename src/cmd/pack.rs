@@ -25,9 +25,11 @@ Byte-exact: 'sess unpack' of the output reproduces the input byte for byte. An e
 packed only when it is spelled exactly as the unpacker will spell it back (the canonical \
 JSON.stringify form); anything else stays verbatim. Input rows are read as the events they \
 hold, so packing a packed file packs its events again.\n\n\
-Streaming (input on stdin): a frame is written when the window opened by its first pending \
-line expires (it does not reset on later lines), or when it reaches --frame-size; a crash \
-loses at most one window. Runs are packed per window, as DSH packs per batch.";
+Streaming (input on a pipe): a frame is written when the window opened by its first pending \
+line expires (it does not reset on later lines), or when it reaches --frame-size, and the \
+output file is written in place (not through a temporary file), so a crash loses at most \
+one window: every frame written before it reads back. Runs are packed per window, as DSH \
+packs per batch.";
 
 const EXAMPLES: &str = "Examples:
   sess pack session.jsonl -o session.jsonl.zst
@@ -90,11 +92,14 @@ impl Out {
         }
     }
 
-    /// The window expired: write what is pending now.
+    /// The window expired: write what is pending now, through to the file.
     fn flush_window(&mut self) -> io::Result<()> {
         match self {
             Out::Plain(s) => s.flush(),
-            Out::Frames(f) => f.flush_frame(),
+            Out::Frames(f) => {
+                f.flush_frame()?;
+                f.flush()
+            }
         }
     }
 
@@ -125,7 +130,14 @@ impl Out {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
-    let sink = Sink::open(args.output.as_deref())?;
+    let streaming =
+        inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
+    // A stream's frames must survive a crash as they are written, so its output file is
+    // written in place; anything else goes through a temporary file and a rename.
+    let sink = match (&args.output, streaming && !args.plain) {
+        (Some(p), true) if p.as_os_str() != "-" => Sink::open_in_place(p)?,
+        (p, _) => Sink::open(p.as_deref())?,
+    };
     let mut out = if args.plain {
         Out::Plain(sink)
     } else {

@@ -18,6 +18,8 @@ enum Target {
         writer: BufWriter<NamedTempFile>,
         path: PathBuf,
     },
+    /// Written where it stands, for streams whose every flushed frame must survive a crash.
+    InPlace(BufWriter<File>),
 }
 
 /// An output that must be finished with [`Sink::finish`]. Dropping it unfinished discards a
@@ -64,6 +66,16 @@ impl Sink {
         Ok(Sink { target })
     }
 
+    /// Writes `path` in place rather than through a temporary file: what has been flushed is
+    /// on disk even if the process dies. For streaming, where each frame must survive a crash
+    /// (an atomic rename would only happen at the end).
+    pub fn open_in_place(path: &Path) -> Result<Sink> {
+        let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+        Ok(Sink {
+            target: Target::InPlace(BufWriter::with_capacity(BUFFER, f)),
+        })
+    }
+
     /// Refuses binary output to a terminal, as zstd does.
     pub fn refuse_terminal(&self, what: &str) -> Result<()> {
         if matches!(self.target, Target::Stdout(_)) && io::stdout().is_terminal() {
@@ -89,6 +101,10 @@ impl Sink {
                     .with_context(|| format!("{}: cannot rename into place", path.display()))?;
                 Ok(())
             }
+            Target::InPlace(mut w) => {
+                w.flush().context("cannot write the output")?;
+                w.get_ref().sync_all().context("cannot sync the output")
+            }
         }
     }
 
@@ -97,6 +113,7 @@ impl Sink {
         match &mut self.target {
             Target::Stdout(_) => None,
             Target::File { writer, .. } => Some(writer.get_ref().as_file()),
+            Target::InPlace(w) => Some(w.get_ref()),
         }
     }
 }
@@ -106,6 +123,7 @@ impl Write for Sink {
         match &mut self.target {
             Target::Stdout(w) => w.write(buf),
             Target::File { writer, .. } => writer.write(buf),
+            Target::InPlace(w) => w.write(buf),
         }
     }
 
@@ -113,6 +131,7 @@ impl Write for Sink {
         match &mut self.target {
             Target::Stdout(w) => w.write_all(buf),
             Target::File { writer, .. } => writer.write_all(buf),
+            Target::InPlace(w) => w.write_all(buf),
         }
     }
 
@@ -120,6 +139,7 @@ impl Write for Sink {
         match &mut self.target {
             Target::Stdout(w) => w.flush(),
             Target::File { writer, .. } => writer.flush(),
+            Target::InPlace(w) => w.flush(),
         }
     }
 }
