@@ -3,26 +3,15 @@
 //! re-read the wire JSON, decode with one stream decoder, apply to a replica: the replica
 //! equals the snapshot. With and without rebases.
 
+mod common;
+
+use common::canon;
 use proptest::prelude::*;
 use sess::delta::apply::apply;
 use sess::delta::diff::{Limits, diff};
 use sess::delta::wire::{Decoder, Encoder};
 use sess::delta::{Op, is_base};
 use sess::value::Value;
-
-/// A value with object keys sorted: replicas do not keep key order (Chord neither).
-fn canon(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut m: Vec<(Vec<u16>, Value)> =
-                m.iter().map(|(k, v)| (k.clone(), canon(v))).collect();
-            m.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(m)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
-        other => other.clone(),
-    }
-}
 
 fn units(s: &str) -> Vec<u16> {
     s.encode_utf16().collect()

@@ -5,8 +5,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{J, conformance, files_in, parse_j, parse_lines, sess, testdata};
+use common::{conformance, files_in, parse_j, parse_lines, sess, testdata};
 use predicates::prelude::*;
+use sess::value::Value;
 
 fn recover(args: &[&str], file: &Path) -> (bool, Vec<u8>, String) {
     let out = sess().arg("recover").args(args).arg(file).output().unwrap();
@@ -47,21 +48,11 @@ fn chord_valid_streams_recover_from_the_last_base_and_from_the_start() {
             // And --at every batch gives the state after it.
             let all = parse_lines(&std::fs::read(&states).unwrap());
             for s in all.iter().step_by(7) {
-                let J::Obj(m) = s else { panic!() };
-                let seq = m
-                    .iter()
-                    .find(|(k, _)| String::from_utf16_lossy(k) == "seq")
-                    .unwrap()
-                    .1
-                    .clone();
-                let J::Num(seq) = seq else { panic!() };
-                let value = m
-                    .iter()
-                    .find(|(k, _)| String::from_utf16_lossy(k) == "value")
-                    .unwrap()
-                    .1
-                    .clone();
-                let (ok, out, err) = recover(&["--at", &(seq as u64).to_string()], &f);
+                let Some(Value::Number(seq)) = s.get("seq") else {
+                    panic!("a state has a seq")
+                };
+                let value = s.get("value").unwrap().clone();
+                let (ok, out, err) = recover(&["--at", &(*seq as u64).to_string()], &f);
                 assert!(ok, "{err}");
                 assert_eq!(parse_j(&out), value, "{stem} --at {seq}");
             }
