@@ -10,6 +10,7 @@ use anyhow::{Result, anyhow};
 use crate::io::{self, Flow, Input, Line, OpenOptions};
 use crate::json;
 use crate::rows;
+use crate::snapshots;
 
 /// One logical event: a whole line, or one member of a packed row.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +56,20 @@ pub fn expand(
         line,
         member: None,
     };
+    if snapshots::is_row(line.bytes) && line.terminated {
+        let mut flow = Flow::More;
+        snapshots::expand(line.bytes, &mut |k, n, bytes| {
+            let ev = Event {
+                bytes,
+                line,
+                member: Some((k, n)),
+            };
+            flow = f(name, &ev)?;
+            Ok(flow == Flow::More)
+        })
+        .map_err(|e| anyhow!("{}: {e:#}", io::at(name, &line)))?;
+        return Ok(flow);
+    }
     let row = match rows::parse(line.bytes) {
         rows::Parsed::Event => return f(name, &whole),
         rows::Parsed::Row(row) => row,

@@ -7,7 +7,8 @@
 //! - [`event`]: what commands ask of a raw line (its `type`), found without parsing it.
 //! - [`dialect`]: which producer wrote a log.
 //! - [`stats`]: where the bytes of a log go.
-//! - [`rows`]: packed chunk rows, encoder and decoder side by side.
+//! - [`rows`]: packed chunk rows, encoder and decoder side by side; [`snapshots`]:
+//!   snapshot-delta rows; [`pack`] routes events to either.
 //! - [`durability`]: classes, profiles, boundary projection and frame bounding;
 //!   [`filter`] applies them to a stream.
 //! - [`value`]: a JSON value as JavaScript holds one (UTF-16 strings, double numbers).
@@ -23,7 +24,9 @@ pub mod filter;
 pub mod frames;
 pub mod io;
 pub mod json;
+pub mod pack;
 pub mod range;
 pub mod rows;
+pub mod snapshots;
 pub mod stats;
 pub mod value;

@@ -10,7 +10,7 @@ use crate::durability::Profile;
 use crate::event::{self, Event};
 use crate::filter::{Filter, Options, Overrides};
 use crate::io::Line;
-use crate::rows::Packer;
+use crate::pack::Packer;
 
 /// The bucket for lines that have no top-level string `type`.
 pub const NO_TYPE: &str = "(no type)";

@@ -11,13 +11,16 @@ use crate::cli::Global;
 use crate::event;
 use crate::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
 use crate::io::{Flow, Input, OpenOptions, Sink};
-use crate::rows::Packer;
+use crate::pack::Packer;
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
 const LONG_ABOUT: &str = "Pack runs of three or more consecutive DeepSeek Harness assistant/chunk \
 deltas (text, reasoning, tool-call arguments) into text-chunks, reasoning-chunks and \
-tool-call-chunks rows, the layout DSH itself writes and reads, and write the result as \
+tool-call-chunks rows, the layout DSH itself writes and reads; pack runs of snapshot frames \
+(pi message_update carrying the whole message, tool_execution_update carrying the whole \
+output so far) into snapshot-deltas rows: the first event plus the op batch to each next \
+one. Write the result as \
 independent zstd frames, each holding whole lines and a content checksum, followed by an \
 index of the frames (crc32 of each) in a zstd skippable frame. Stock 'zstd -dc' reads the \
 output as plain packed JSONL. --plain writes packed JSONL instead.\n\n\
@@ -184,10 +187,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     packer.finish(out.writer())?;
     out.finish()?;
     if args.stats {
-        eprintln!(
-            "sess pack: {events} events in, {} of them packed into {} rows",
-            packer.packed_events, packer.rows
-        );
+        let (rows, packed) = packer.counts();
+        eprintln!("sess pack: {events} events in, {packed} of them packed into {rows} rows");
     }
     Ok(())
 }

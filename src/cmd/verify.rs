@@ -12,6 +12,7 @@ use crate::io::source::is_zstd;
 use crate::io::{self, Flow, Input, Line, OpenOptions, Sink};
 use crate::json;
 use crate::rows;
+use crate::snapshots;
 
 const ABOUT: &str = "Check a log: valid JSON, valid packed rows, contiguous seq, no torn line";
 
@@ -124,6 +125,14 @@ impl Checker<'_> {
                 line.bytes.len(),
                 line.offset
             ))?;
+        }
+        if snapshots::is_row(line.bytes) {
+            // Rebuilding every event checks every batch.
+            let expanded = snapshots::expand(line.bytes, &mut |_, _, _| Ok(true));
+            return match expanded {
+                Ok(()) => Ok(()),
+                Err(e) => self.problem(format_args!("{at}: {e:#}")),
+            };
         }
         // Rows are told apart first, so a valid row is scanned once.
         let row = match rows::parse(line.bytes) {

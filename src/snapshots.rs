@@ -1,0 +1,299 @@
+//! Snapshot-delta rows: a run of snapshot frames (pi `message_update` carrying the whole
+//! message, `tool_execution_update` carrying a cumulative `partialResult`) stored as its
+//! first event plus, for each next event, the op batch that carries the previous one to it.
+//! This turns a log that grows quadratically with a response into one that grows linearly,
+//! without dropping a byte:
+//!
+//! ```text
+//! {"type":"snapshot-deltas","first":{...the first event, as written...},"ops":[[...],[...]]}
+//! ```
+//!
+//! `ops` holds one wire batch per later event, encoded by one encoder for the row (ids and
+//! short forms as in op lists). The encoder ([`Encoder`]) and decoder ([`expand`]) sit side
+//! by side. An event joins a row only if decoding its batch rebuilds its exact bytes, which
+//! the encoder checks before writing it, so unpacking is byte-exact by construction.
+
+use std::io::{self, Write};
+
+use crate::delta::apply::apply;
+use crate::delta::diff::{Limits, diff};
+use crate::delta::wire::{Decoder, Encoder as WireEncoder};
+use crate::delta::{Op, is_base};
+use crate::dialect;
+use crate::durability::Profile;
+use crate::event;
+use crate::json;
+use crate::value::Value;
+
+/// How every snapshot-delta row starts: sess writes them only so.
+pub const PREFIX: &[u8] = br#"{"type":"snapshot-deltas","first":"#;
+
+/// The most events one row holds: a damaged row loses at most this many.
+pub const MAX_RUN: usize = 4096;
+
+/// Whether a line is a snapshot-delta row.
+pub fn is_row(line: &[u8]) -> bool {
+    line.starts_with(PREFIX)
+}
+
+/// What [`expand`] calls with each event: its position, the row's event count, its bytes;
+/// it returns whether to go on.
+pub type Visit<'a> = dyn FnMut(usize, usize, &[u8]) -> anyhow::Result<bool> + 'a;
+
+/// Calls `f` with each event a row holds, in order: the first as written, then each one
+/// rebuilt. An error says what is wrong with the row.
+pub fn expand(line: &[u8], f: &mut Visit<'_>) -> anyhow::Result<()> {
+    json::validate(line).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid JSON in a snapshot-deltas row at column {}: {e}",
+            e.offset + 1
+        )
+    })?;
+    let fields: Vec<(&[u8], &[u8])> = json::members(line).collect();
+    let keys: Vec<&[u8]> = fields.iter().map(|(k, _)| *k).collect();
+    if keys != [&b"type"[..], b"first", b"ops"] {
+        anyhow::bail!("a snapshot-deltas row must be exactly {{type, first, ops}}");
+    }
+    let (first, ops) = (fields[1].1, fields[2].1);
+    let Value::Array(batches) = Value::parse(ops)? else {
+        anyhow::bail!("the ops of a snapshot-deltas row must be an array of batches");
+    };
+    let n = batches.len() + 1;
+    if !f(0, n, first)? {
+        return Ok(());
+    }
+    let mut value = Some(Value::parse(first)?);
+    let mut decoder = Decoder::default();
+    for (k, batch) in batches.iter().enumerate() {
+        let decoded = decoder
+            .decode(batch)
+            .map_err(|(op, e)| anyhow::anyhow!("snapshot-deltas batch {k}, op {op:?}: {e}"))?;
+        for op in decoded {
+            apply(&mut value, op).map_err(|e| anyhow::anyhow!("snapshot-deltas batch {k}: {e}"))?;
+        }
+        let bytes = value.as_ref().map(Value::to_json).unwrap_or_default();
+        if !f(k + 1, n, &bytes)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The open run: the row so far, and what the next event is diffed against.
+struct Run {
+    frame_type: String,
+    key: Option<Vec<u8>>,
+    /// The first event's line, written back alone if no other event joins.
+    first: Vec<u8>,
+    /// `,[batch],[batch]...` without the leading comma for the first.
+    batches: Vec<u8>,
+    count: usize,
+    last: Value,
+    encoder: WireEncoder,
+    /// Mirrors the unpacker's decoder, to check each batch before it is written.
+    decoder: Decoder,
+}
+
+/// Groups runs of snapshot frames into rows.
+#[derive(Default)]
+pub struct Encoder {
+    /// `None` until the log tells which producer wrote it.
+    profile: Option<Profile>,
+    run: Option<Run>,
+    pub rows: u64,
+    pub packed_events: u64,
+}
+
+impl Encoder {
+    /// Whether this event is a snapshot frame this encoder would take (and, if so, its
+    /// frame type, pairing key and value). Learns the producer from the log as it goes.
+    pub fn candidate(&mut self, line: &[u8]) -> Option<(String, Option<Vec<u8>>, Value)> {
+        let kind = event::kind(line);
+        let kind = kind.as_deref();
+        if self.profile.is_none()
+            && let Some(d) = dialect::early(line, kind)
+        {
+            self.profile = Some(Profile::for_dialect(d));
+        }
+        let (frame_type, rule) = self
+            .profile
+            .as_ref()
+            .zip(kind)
+            .and_then(|(p, k)| p.frames.get(k).map(|r| (k, r)))?;
+        if !rule.snapshot.holds(line) {
+            return None;
+        }
+        let key = rule
+            .key
+            .as_deref()
+            .map(|f| json::field(line, f).unwrap_or_default().to_vec());
+        // Only events written exactly as sess writes their value can be rebuilt.
+        let value = Value::parse(line).ok().filter(|v| v.to_json() == line)?;
+        Some((frame_type.to_string(), key, value))
+    }
+
+    /// Takes a candidate: it joins the open run, or starts a new one.
+    pub fn take<W: Write + ?Sized>(
+        &mut self,
+        line: &[u8],
+        (frame_type, key, value): (String, Option<Vec<u8>>, Value),
+        out: &mut W,
+    ) -> io::Result<()> {
+        let joins = self
+            .run
+            .as_ref()
+            .is_some_and(|r| r.frame_type == frame_type && r.key == key && r.count < MAX_RUN);
+        if !(joins && self.join(line, &value)) {
+            self.finish(out)?;
+            self.run = Some(Run {
+                frame_type,
+                key,
+                first: line.to_vec(),
+                batches: Vec::new(),
+                count: 1,
+                last: value,
+                encoder: WireEncoder::default(),
+                decoder: Decoder::default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds the event to the open run if its batch rebuilds it exactly.
+    fn join(&mut self, line: &[u8], value: &Value) -> bool {
+        let run = self.run.as_mut().expect("joins only an open run");
+        let ops: Vec<Op> = diff(Some(&run.last), value, Limits::default());
+        if is_base(&ops) {
+            return false;
+        }
+        let wire = run.encoder.encode(&ops);
+        let mut check = Some(run.last.clone());
+        let applied = run.decoder.decode(&wire).ok().is_some_and(|ops| {
+            ops.into_iter()
+                .try_for_each(|op| apply(&mut check, op))
+                .is_ok()
+        });
+        let rebuilt = check.filter(|_| applied).map(|v| v.to_json());
+        if rebuilt.as_deref() != Some(line) {
+            // The encoder and decoder have seen this batch: the run cannot go on.
+            return false;
+        }
+        if run.count > 1 {
+            run.batches.push(b',');
+        }
+        run.batches.extend_from_slice(&wire.to_json());
+        run.count += 1;
+        run.last = value.clone();
+        true
+    }
+
+    /// Writes the open run: a row if it holds two events or more, else its event.
+    pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
+        let Some(run) = self.run.take() else {
+            return Ok(());
+        };
+        if run.count == 1 {
+            out.write_all(&run.first)?;
+        } else {
+            out.write_all(PREFIX)?;
+            out.write_all(&run.first)?;
+            out.write_all(b",\"ops\":[")?;
+            out.write_all(&run.batches)?;
+            out.write_all(b"]}")?;
+            self.rows += 1;
+            self.packed_events += run.count as u64;
+        }
+        out.write_all(b"\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pack(lines: &[&str]) -> Vec<u8> {
+        let mut enc = Encoder::default();
+        let mut out = Vec::new();
+        for l in lines {
+            match enc.candidate(l.as_bytes()) {
+                Some(c) => enc.take(l.as_bytes(), c, &mut out).unwrap(),
+                None => {
+                    enc.finish(&mut out).unwrap();
+                    out.extend_from_slice(l.as_bytes());
+                    out.push(b'\n');
+                }
+            }
+        }
+        enc.finish(&mut out).unwrap();
+        out
+    }
+
+    fn unpack(packed: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for line in packed.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if is_row(line) {
+                expand(line, &mut |_, _, e| {
+                    out.extend_from_slice(e);
+                    out.push(b'\n');
+                    Ok(true)
+                })
+                .unwrap();
+            } else {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runs_of_snapshots_become_rows_and_come_back_exactly() {
+        let mut lines = vec![r#"{"type":"session","version":3}"#.to_string()];
+        let mut text = String::new();
+        for i in 0..50 {
+            text += &format!(" w{i}\u{1F980}\\n");
+            let msg =
+                format!(r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}]}}"#);
+            lines.push(format!(
+                r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"w{i}","partial":{msg}}},"message":{msg}}}"#
+            ));
+        }
+        lines.push(r#"{"type":"message_end","message":{}}"#.to_string());
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let packed = pack(&refs);
+        let original: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        assert_eq!(
+            packed
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count(),
+            3
+        );
+        assert!(
+            packed.len() * 4 < original.len(),
+            "{} vs {}",
+            packed.len(),
+            original.len()
+        );
+        assert_eq!(unpack(&packed), original);
+    }
+
+    #[test]
+    fn events_not_written_canonically_stay_verbatim() {
+        let lines = [
+            r#"{"type":"session","version":3}"#,
+            r#"{"type":"tool_execution_update","toolCallId":"c","partialResult":{"content":[]}}"#,
+            r#"{"type":"tool_execution_update", "toolCallId":"c","partialResult":{"content":[1]}}"#,
+            r#"{"type":"tool_execution_update","toolCallId":"d","partialResult":{"content":[1.0]}}"#,
+        ];
+        let packed = pack(&lines);
+        let original: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        assert_eq!(packed, original);
+    }
+}
