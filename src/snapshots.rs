@@ -143,48 +143,56 @@ impl Encoder {
             .run
             .as_ref()
             .is_some_and(|r| r.frame_type == frame_type && r.key == key && r.count < MAX_RUN);
-        if !(joins && self.join(line, &value)) {
-            self.finish(out)?;
-            self.run = Some(Run {
-                frame_type,
-                key,
-                first: line.to_vec(),
-                batches: Vec::new(),
-                count: 1,
-                last: value,
-                encoder: WireEncoder::default(),
-                decoder: Decoder::default(),
-            });
-        }
+        let value = match joins {
+            true => match self.join(line, value) {
+                Ok(()) => return Ok(()),
+                Err(value) => value,
+            },
+            false => value,
+        };
+        self.finish(out)?;
+        self.run = Some(Run {
+            frame_type,
+            key,
+            first: line.to_vec(),
+            batches: Vec::new(),
+            count: 1,
+            last: value,
+            encoder: WireEncoder::default(),
+            decoder: Decoder::default(),
+        });
         Ok(())
     }
 
-    /// Adds the event to the open run if its batch rebuilds it exactly.
-    fn join(&mut self, line: &[u8], value: &Value) -> bool {
+    /// Adds the event to the open run if its batch rebuilds it exactly; otherwise hands the
+    /// value back. The batch is applied to the run's last value in place: if the check fails
+    /// the run ends anyway.
+    fn join(&mut self, line: &[u8], value: Value) -> Result<(), Value> {
         let run = self.run.as_mut().expect("joins only an open run");
-        let ops: Vec<Op> = diff(Some(&run.last), value, Limits::default());
+        let ops: Vec<Op> = diff(Some(&run.last), &value, Limits::default());
         if is_base(&ops) {
-            return false;
+            return Err(value);
         }
         let wire = run.encoder.encode(&ops);
-        let mut check = Some(run.last.clone());
+        let mut rebuilt = Some(std::mem::replace(&mut run.last, Value::Null));
         let applied = run.decoder.decode(&wire).ok().is_some_and(|ops| {
             ops.into_iter()
-                .try_for_each(|op| apply(&mut check, op))
+                .try_for_each(|op| apply(&mut rebuilt, op))
                 .is_ok()
         });
-        let rebuilt = check.filter(|_| applied).map(|v| v.to_json());
-        if rebuilt.as_deref() != Some(line) {
+        if !applied || rebuilt.as_ref().map(Value::to_json).as_deref() != Some(line) {
             // The encoder and decoder have seen this batch: the run cannot go on.
-            return false;
+            return Err(value);
         }
         if run.count > 1 {
             run.batches.push(b',');
         }
         run.batches.extend_from_slice(&wire.to_json());
         run.count += 1;
-        run.last = value.clone();
-        true
+        // The parsed value, not the rebuilt one: they serialize alike, but only the parsed
+        // one is sure to hold numbers and strings exactly as the line has them.
+        run.last = value;
+        Ok(())
     }
 
     /// Writes the open run: a row if it holds two events or more, else its event.
