@@ -178,20 +178,11 @@ pub fn js_string(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => {
-            let s = crate::json::js_number(*n);
-            if s == "null" {
-                if n.is_nan() {
-                    "NaN".into()
-                } else if *n > 0.0 {
-                    "Infinity".into()
-                } else {
-                    "-Infinity".into()
-                }
-            } else {
-                s
-            }
+        Value::Number(n) if n.is_nan() => "NaN".into(),
+        Value::Number(n) if n.is_infinite() => {
+            if *n > 0.0 { "Infinity" } else { "-Infinity" }.into()
         }
+        Value::Number(n) => crate::json::js_number(*n),
         Value::String(s) => String::from_utf16_lossy(s),
         Value::Array(items) => items
             .iter()
