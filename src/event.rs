@@ -24,6 +24,12 @@ pub struct Event<'a> {
 }
 
 impl Event<'_> {
+    /// Whether the event ends with a newline: a packed row's members always do; a line
+    /// does unless it is a last line cut short.
+    pub fn terminated(&self) -> bool {
+        self.line.terminated || self.member.is_some()
+    }
+
     /// Whether this is the first event read from its physical line.
     pub fn starts_line(&self) -> bool {
         self.member.is_none_or(|(k, _)| k == 0)

@@ -117,7 +117,7 @@ impl Stats {
         if ev.starts_line() {
             self.add(&ev.line);
         }
-        let terminated = ev.line.terminated || ev.member.is_some();
+        let terminated = ev.terminated();
         self.logical
             .add(ev.bytes.len() as u64 + u64::from(terminated));
         // Writing to a counter cannot fail.

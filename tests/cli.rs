@@ -500,3 +500,63 @@ fn conformance_pi_streams_dialects() {
         assert_eq!(v["dialect"], dialect, "{f}");
     }
 }
+
+#[test]
+fn every_command_runs_on_every_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in FIXTURES {
+        let input = testdata(f);
+        for args in [
+            &["cat"][..],
+            &["stats"],
+            &["stats", "--json"],
+            &["verify"],
+            &["filter", "--stats"],
+            &["filter", "--include-live-events"],
+            &["pack", "--plain"],
+            &["unpack"],
+        ] {
+            sess().args(args).arg(&input).assert().success();
+        }
+        let z = dir.path().join(format!("{f}.zst"));
+        sess()
+            .args(["pack", "-o"])
+            .arg(&z)
+            .arg(&input)
+            .assert()
+            .success();
+        sess().args(["verify"]).arg(&z).assert().success();
+        sess()
+            .args(["repair", "-o"])
+            .arg(dir.path().join(format!("{f}.fixed.zst")))
+            .arg(&z)
+            .assert()
+            .success();
+        // Every line of a fixture is a JSON value, so each fixture is also a stream of
+        // snapshots: diff it, and recover gives its last line back.
+        let list = dir.path().join(format!("{f}.ops.jsonl"));
+        sess()
+            .args(["diff", "-o"])
+            .arg(&list)
+            .arg(&input)
+            .assert()
+            .success();
+        let last = std::fs::read_to_string(&input)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string();
+        let got = common::stdout_ok(sess().arg("recover").arg(&list));
+        assert_eq!(
+            common::parse_j(&got),
+            common::parse_j(last.as_bytes()),
+            "{f}"
+        );
+    }
+    sess()
+        .arg("recover")
+        .arg(testdata("oplist.jsonl"))
+        .assert()
+        .success();
+}

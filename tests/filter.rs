@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{conformance, files_in, sess, testdata};
+use common::{conformance, files_in, sess, stdout_ok, testdata};
 use predicates::prelude::*;
 
 fn lines(text: &[u8]) -> Vec<String> {
@@ -20,18 +20,9 @@ fn kind(line: &str) -> String {
 }
 
 fn filter(args: &[&str], input: &[u8]) -> Vec<String> {
-    let out = sess()
-        .arg("filter")
-        .args(args)
-        .write_stdin(input.to_vec())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    lines(&out.stdout)
+    lines(&stdout_ok(
+        sess().arg("filter").args(args).write_stdin(input.to_vec()),
+    ))
 }
 
 const FRAMES: [&str; 2] = ["message_update", "tool_execution_update"];

@@ -29,7 +29,7 @@ fn chord_valid_streams_recover_from_the_last_base_and_from_the_start() {
         .collect();
     assert!(lists.len() >= 30);
     for f in lists {
-        let stem = f.to_string_lossy().trim_end_matches(".jsonl").to_string();
+        let stem = common::stem(&f, ".jsonl");
         let want = parse_j(&std::fs::read(format!("{stem}.expected.json")).unwrap());
         for args in [&[][..], &["--from-start"][..]] {
             let (ok, out, err) = recover(args, &f);
@@ -118,7 +118,7 @@ fn chord_lenient_streams_reach_the_library_value() {
     let lists = files_in(&dir, ".jsonl");
     assert!(lists.len() >= 13);
     for f in lists {
-        let stem = f.to_string_lossy().trim_end_matches(".jsonl").to_string();
+        let stem = common::stem(&f, ".jsonl");
         let (ok, out, err) = recover(&["--from-start"], &f);
         assert!(ok, "{stem}: {err}");
         assert_eq!(

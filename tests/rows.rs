@@ -5,18 +5,11 @@ mod common;
 
 use std::path::Path;
 
-use common::{conformance, files_in, parse_lines, sess, testdata};
+use common::{conformance, files_in, parse_lines, sess, stdout_ok, testdata};
 use predicates::prelude::*;
 
 fn run(args: &[&str], file: &Path) -> Vec<u8> {
-    let out = sess().args(args).arg(file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "sess {args:?} {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    stdout_ok(sess().args(args).arg(file))
 }
 
 #[test]
@@ -27,10 +20,7 @@ fn dsh_codec_cases_pack_and_unpack_byte_for_byte() {
     let events = files_in(&dir, ".events.jsonl");
     assert!(events.len() >= 20);
     for e in events {
-        let stem = e
-            .to_string_lossy()
-            .trim_end_matches(".events.jsonl")
-            .to_string();
+        let stem = common::stem(&e, ".events.jsonl");
         let original = std::fs::read(&e).unwrap();
         let packed = std::fs::read(format!("{stem}.packed.jsonl")).unwrap();
         assert!(run(&["pack", "--plain"], &e) == packed, "pack of {stem}");
@@ -90,10 +80,7 @@ fn dsh_codec_noncanonical_rows_decode_to_dsh_values() {
     let packed = files_in(&dir, ".packed.jsonl");
     assert!(packed.len() >= 16);
     for p in packed {
-        let stem = p
-            .to_string_lossy()
-            .trim_end_matches(".packed.jsonl")
-            .to_string();
+        let stem = common::stem(&p, ".packed.jsonl");
         if stem.contains("nc16-") {
             // DSH accepts a last seq of exactly 2^53; sess rejects it on purpose.
             sess()

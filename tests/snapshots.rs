@@ -3,36 +3,16 @@
 
 mod common;
 
-use common::{conformance, files_in, sess, testdata};
+use common::{conformance, files_in, sess, stdout_ok, testdata};
 use predicates::prelude::*;
 use proptest::prelude::*;
 
 fn pack_plain(input: &[u8]) -> Vec<u8> {
-    let out = sess()
-        .args(["pack", "--plain"])
-        .write_stdin(input.to_vec())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    stdout_ok(sess().args(["pack", "--plain"]).write_stdin(input.to_vec()))
 }
 
 fn unpack(input: &[u8]) -> Vec<u8> {
-    let out = sess()
-        .arg("unpack")
-        .write_stdin(input.to_vec())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    stdout_ok(sess().arg("unpack").write_stdin(input.to_vec()))
 }
 
 #[test]

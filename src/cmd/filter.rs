@@ -120,11 +120,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let mut sink = Sink::open(args.output.as_deref())?;
     event::each_event(&inputs, g.open_options(), |_, ev| {
-        filter.event(
-            ev.bytes,
-            ev.line.terminated || ev.member.is_some(),
-            &mut sink,
-        )?;
+        filter.event(ev.bytes, ev.terminated(), &mut sink)?;
         Ok(Flow::More)
     })?;
     filter.finish(&mut sink)?;

@@ -170,14 +170,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     } else {
         event::each_event(&inputs, g.open_options(), |name, ev| {
             events += 1;
-            if !ev.line.terminated && ev.member.is_none() {
+            if !ev.terminated() {
                 super::unpack::warn_unterminated(name, &ev.line);
             }
-            packer.event(
-                ev.bytes,
-                ev.line.terminated || ev.member.is_some(),
-                out.writer(),
-            )?;
+            packer.event(ev.bytes, ev.terminated(), out.writer())?;
             if args.fsync {
                 out.sync_if_written()?;
             }
@@ -211,10 +207,10 @@ fn pack_stream(
     let inputs = inputs.to_vec();
     let reader = std::thread::spawn(move || {
         event::each_event(&inputs, opts, |name, ev| {
-            if !ev.line.terminated && ev.member.is_none() {
+            if !ev.terminated() {
                 super::unpack::warn_unterminated(name, &ev.line);
             }
-            let terminated = ev.line.terminated || ev.member.is_some();
+            let terminated = ev.terminated();
             // A closed channel means the writer failed; it reports why.
             Ok(if tx.send((ev.bytes.to_vec(), terminated)).is_ok() {
                 Flow::More

@@ -37,7 +37,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut sink = Sink::open(args.output.as_deref())?;
     event::each_event(&inputs, g.open_options(), |name, ev| {
         sink.write_all(ev.bytes)?;
-        if ev.line.terminated || ev.member.is_some() {
+        if ev.terminated() {
             sink.write_all(b"\n")?;
         } else {
             warn_unterminated(name, &ev.line);

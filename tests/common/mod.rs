@@ -26,6 +26,23 @@ pub const FIXTURES: &[&str] = &[
     "oplist.jsonl",
 ];
 
+/// Runs a prepared `sess` command, which must succeed (else the test fails with its
+/// stderr), and returns its stdout.
+pub fn stdout_ok(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().expect("sess runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A corpus file's name without its suffix (`NAME.events.jsonl` gives `DIR/NAME`).
+pub fn stem(path: &Path, suffix: &str) -> String {
+    path.to_string_lossy().trim_end_matches(suffix).to_string()
+}
+
 /// `../shared/conformance/SUB`, or `None` (after saying so) when it is absent: a user who
 /// cloned only this project does not have it, and their tests must still pass.
 pub fn conformance(sub: &str) -> Option<PathBuf> {
