@@ -127,7 +127,7 @@ fn log() -> impl Strategy<Value = Vec<Ev>> {
     )
         .prop_map(|(mut seq, mut time, steps)| {
             let mut evs = Vec::new();
-            let (mut turn, mut step_no, mut index) = (1i64, 1i64, 0i64);
+            let (mut turn, mut step_no, mut index, mut blocks) = (1i64, 1i64, 0i64, 0i64);
             let mut name = Some("bash".to_string());
             let mut kind = 0u8;
             for s in steps {
@@ -136,11 +136,14 @@ fn log() -> impl Strategy<Value = Vec<Ev>> {
                     kind = s.kind;
                 }
                 if s.new_block {
-                    index += 1;
-                    if index % 3 == 0 {
+                    // Blocks interleave: the index cycles through three, as DSH's reasoning,
+                    // text and tool-call blocks of one step do.
+                    blocks += 1;
+                    index = blocks % 3;
+                    if blocks % 5 == 0 {
                         step_no += 1;
                     }
-                    if index % 7 == 0 {
+                    if blocks % 11 == 0 {
                         turn += 1;
                     }
                 }
