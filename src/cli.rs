@@ -5,7 +5,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cmd;
 use crate::frames::Recovery;
-use crate::io::OpenOptions;
+use crate::input::OpenOptions;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 
 use anyhow::{Result, anyhow};
 
-use crate::io::{self, Flow, Input, Line, OpenOptions};
+use crate::input::{self, Flow, Input, OpenOptions};
+use crate::io::{Ending, Line};
 use crate::json;
 use crate::rows;
 use crate::snapshots;
@@ -21,19 +22,28 @@ pub struct Event<'a> {
     pub line: Line<'a>,
     /// For a member of a packed row: its position and the row's member count.
     pub member: Option<(usize, usize)>,
+    /// Whether the event is written back with a newline after it: always, but for a last
+    /// line without one read [`LastLine::Verbatim`].
+    pub newline: bool,
 }
 
 impl Event<'_> {
-    /// Whether the event ends with a newline: a packed row's members always do; a line
-    /// does unless it is a last line cut short.
-    pub fn terminated(&self) -> bool {
-        self.line.terminated || self.member.is_some()
-    }
-
     /// Whether this is the first event read from its physical line.
     pub fn starts_line(&self) -> bool {
         self.member.is_none_or(|(k, _)| k == 0)
     }
+}
+
+/// What a reader does with a last line that has no newline (the policy is the line
+/// layer's: see [`Ending`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastLine {
+    /// Records only: a torn line is dropped; a whole JSON value is a record, written back
+    /// with its newline. Each with a warning. (`cat`, `filter`, `stats`.)
+    Records,
+    /// Every byte, for a byte-exact round trip: the line is kept as it is, with a warning.
+    /// (`pack`, `unpack`.)
+    Verbatim,
 }
 
 /// Calls `f` with every logical event of every input, in order, until it says
@@ -41,19 +51,48 @@ impl Event<'_> {
 pub fn each_event(
     inputs: &[Input],
     opts: OpenOptions,
+    last: LastLine,
     mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
 ) -> Result<()> {
     let mut buf = Vec::new();
-    io::each_line(inputs, opts, |name, line| {
-        expand(name, line, &mut buf, &mut f)
+    input::each_line(inputs, opts, |name, line| {
+        let Some(newline) = newline_for(name, &line, last) else {
+            return Ok(Flow::More);
+        };
+        expand(name, line, newline, &mut buf, &mut f)
     })
 }
 
+/// Whether to write `line` back with a newline, or `None` to drop it, under `last`; warns
+/// about a last line without a newline.
+pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> {
+    let what = match (line.ending, last) {
+        (Ending::Newline, _) => return Some(true),
+        (Ending::Torn, LastLine::Records) => "not a JSON value (a torn write): dropped",
+        (Ending::Unterminated, LastLine::Records) => {
+            "a whole JSON value: kept as a record, with the newline added"
+        }
+        (_, LastLine::Verbatim) => "kept as it is",
+    };
+    eprintln!(
+        "sess: warning: {}: the last line has no final newline ({} bytes at byte offset {}); {what}",
+        line.place(name),
+        line.bytes.len(),
+        line.offset
+    );
+    match (line.ending, last) {
+        (Ending::Torn, LastLine::Records) => None,
+        (_, LastLine::Records) => Some(true),
+        (_, LastLine::Verbatim) => Some(false),
+    }
+}
+
 /// Calls `f` with the logical events of one line: the line itself, or the members of the
-/// packed row it holds (written into `buf` one at a time).
+/// packed row it holds (written into `buf` one at a time). `newline` is the line's own.
 pub fn expand(
     name: &str,
     line: Line<'_>,
+    newline: bool,
     buf: &mut Vec<u8>,
     f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow>,
 ) -> Result<Flow> {
@@ -61,35 +100,39 @@ pub fn expand(
         bytes: line.bytes,
         line,
         member: None,
+        newline,
     };
-    if snapshots::is_row(line.bytes) && line.terminated {
+    // A torn line is never read as a row: it is left to the torn-line policy.
+    if line.is_torn() {
+        return f(name, &whole);
+    }
+    if snapshots::is_row(line.bytes) {
         let mut flow = Flow::More;
         snapshots::expand(line.bytes, &mut |k, n, bytes| {
             let ev = Event {
                 bytes,
                 line,
                 member: Some((k, n)),
+                newline: true,
             };
             flow = f(name, &ev)?;
             Ok(flow == Flow::More)
         })
-        .map_err(|e| anyhow!("{}: {e:#}", io::at(name, &line)))?;
+        .map_err(|e| anyhow!("{}: {e:#}", line.place(name)))?;
         return Ok(flow);
     }
     let row = match rows::parse(line.bytes) {
         rows::Parsed::Event => return f(name, &whole),
         rows::Parsed::Row(row) => row,
-        // A torn row: leave it to the caller's torn-line policy.
-        rows::Parsed::BadJson(..) if !line.terminated => return f(name, &whole),
         rows::Parsed::BadJson(_, e) => {
             return Err(anyhow!(
                 "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
-                io::at(name, &line),
+                line.place(name),
                 e.offset + 1,
                 line.offset + e.offset as u64
             ));
         }
-        rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", io::at(name, &line))),
+        rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", line.place(name))),
     };
     for k in 0..row.len() {
         buf.clear();
@@ -98,6 +141,7 @@ pub fn expand(
             bytes: buf,
             line,
             member: Some((k, row.len())),
+            newline: true,
         };
         if f(name, &ev)? == Flow::Stop {
             return Ok(Flow::Stop);

@@ -3,9 +3,15 @@ use std::process::ExitCode;
 use clap::Parser;
 use sess::cli::{Cli, Command};
 use sess::cmd;
+use sess::io::signals::Interrupted;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Temporary output files must not outlive a Ctrl-C; without the handler a signal would
+    // kill the process before it could remove them.
+    if let Err(e) = sess::io::signals::install() {
+        eprintln!("sess: warning: cannot handle signals: {e}");
+    }
     let g = cli.global;
     let result = match cli.command {
         Command::Cat(args) => cmd::cat::run(args, g),
@@ -23,6 +29,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that went away (`sess cat big.jsonl | head -1`) is not an error.
         Err(e) if sess::io::sink::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Interrupted>() => {
+            let sig = e.downcast_ref::<Interrupted>().map_or(2, |i| i.0);
+            ExitCode::from(sess::io::signals::exit_status(sig))
+        }
         Err(e) => {
             eprintln!("sess: error: {e:#}");
             ExitCode::FAILURE

@@ -2,9 +2,16 @@
 //! ([`crate::rows`]), runs of snapshot frames become snapshot-delta rows
 //! ([`crate::snapshots`]), everything else is copied verbatim. A row only ever holds
 //! consecutive events, so each packer flushes before the other takes an event.
+//!
+//! [`stream`] packs input that arrives over time (a pipe from a running agent): whatever
+//! is pending (an open row, lines not yet in a frame) is written out when the window opened
+//! by the oldest pending event expires, so a crash loses at most one window.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
+use crate::frames::FrameWriter;
 use crate::rows;
 use crate::snapshots;
 
@@ -15,22 +22,22 @@ pub struct Packer {
 }
 
 impl Packer {
-    /// One logical event (a line without its newline); `terminated` is false only for a
-    /// last line without newline, which is written back so and never packed.
+    /// One logical event (a line without its newline); `newline` is false only for a last
+    /// line without one, which is written back so and never packed.
     pub fn event<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
-        terminated: bool,
+        newline: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        match self.snapshots.candidate(line).filter(|_| terminated) {
+        match self.snapshots.candidate(line).filter(|_| newline) {
             Some(c) => {
                 self.chunks.finish(out)?;
                 self.snapshots.take(line, c, out)
             }
             None => {
                 self.snapshots.finish(out)?;
-                self.chunks.event(line, terminated, out)
+                self.chunks.event(line, newline, out)
             }
         }
     }
@@ -47,5 +54,102 @@ impl Packer {
             self.chunks.rows + self.snapshots.rows,
             self.chunks.packed_events + self.snapshots.packed_events,
         )
+    }
+}
+
+/// Where packed lines go: plain packed JSONL, or zstd frames.
+pub enum Out<W: Write> {
+    Plain(BufWriter<W>),
+    Frames(FrameWriter<W>),
+}
+
+impl<W: Write> Out<W> {
+    pub fn plain(w: W) -> Out<W> {
+        Out::Plain(BufWriter::with_capacity(256 * 1024, w))
+    }
+
+    pub fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Out::Plain(w) => w,
+            Out::Frames(f) => f,
+        }
+    }
+
+    /// The window expired: everything pending goes out now, through to the output.
+    pub fn flush_window(&mut self) -> io::Result<()> {
+        match self {
+            Out::Plain(w) => w.flush(),
+            Out::Frames(f) => f.flush_frame(),
+        }
+    }
+
+    /// The output underneath.
+    pub fn get_ref(&self) -> &W {
+        match self {
+            Out::Plain(w) => w.get_ref(),
+            Out::Frames(f) => f.get_ref(),
+        }
+    }
+
+    /// Writes what is pending (and the index, for frames) and hands the output back.
+    pub fn finish(self) -> io::Result<W> {
+        match self {
+            Out::Plain(w) => w.into_inner().map_err(|e| e.into_error()),
+            Out::Frames(f) => Ok(f.finish()?.0),
+        }
+    }
+}
+
+/// What the reading side of a stream sends.
+pub enum Msg {
+    /// One logical event and whether it had a newline.
+    Event(Vec<u8>, bool),
+    /// The input ended (the reader reports how, when joined).
+    Done,
+    /// A signal asked to stop: finish what is pending and stop.
+    Interrupt(i32),
+}
+
+/// How a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Input,
+    Signal(i32),
+}
+
+/// Packs the events that arrive on `rx` into `out`, flushing everything pending when the
+/// window opened by the oldest pending event expires (the window does not reset on later
+/// events). Returns the events packed and how the stream ended; `out` is left to finish.
+pub fn stream<W: Write>(
+    rx: &Receiver<Msg>,
+    window: Duration,
+    packer: &mut Packer,
+    out: &mut Out<W>,
+) -> io::Result<(u64, Ended)> {
+    let mut events = 0;
+    // When the oldest event not yet written out arrived.
+    let mut opened: Option<Instant> = None;
+    loop {
+        let msg = match opened {
+            Some(t) => rx.recv_timeout((t + window).saturating_duration_since(Instant::now())),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match msg {
+            Ok(Msg::Event(line, newline)) => {
+                opened.get_or_insert_with(Instant::now);
+                events += 1;
+                packer.event(&line, newline, out.writer())?;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                // An open row is written as it stands: a shorter row, or its events.
+                packer.finish(out.writer())?;
+                out.flush_window()?;
+                opened = None;
+            }
+            Ok(Msg::Done) | Err(RecvTimeoutError::Disconnected) => {
+                return Ok((events, Ended::Input));
+            }
+            Ok(Msg::Interrupt(sig)) => return Ok((events, Ended::Signal(sig))),
+        }
     }
 }

@@ -117,7 +117,7 @@ impl Stats {
         if ev.starts_line() {
             self.add(&ev.line);
         }
-        let terminated = ev.terminated();
+        let terminated = ev.newline;
         self.logical
             .add(ev.bytes.len() as u64 + u64::from(terminated));
         // Writing to a counter cannot fail.
@@ -128,7 +128,7 @@ impl Stats {
     /// Counts one physical line.
     pub fn add(&mut self, line: &Line<'_>) {
         // A line's bytes include its newline: that is what it costs on disk.
-        let bytes = line.bytes.len() as u64 + u64::from(line.terminated);
+        let bytes = line.bytes.len() as u64 + u64::from(line.terminated());
         let kind = event::kind(line.bytes);
         self.sniffer.observe(line.bytes, kind.as_deref());
         let key = kind.as_deref().unwrap_or(NO_TYPE);
@@ -141,7 +141,7 @@ impl Stats {
             }
         }
         self.total.add(bytes);
-        self.torn += u64::from(!line.terminated);
+        self.torn += u64::from(!line.terminated());
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -289,13 +289,18 @@ pub fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::Ending;
 
     fn line(bytes: &[u8], terminated: bool) -> Line<'_> {
         Line {
             bytes,
             number: 1,
             offset: 0,
-            terminated,
+            ending: if terminated {
+                Ending::Newline
+            } else {
+                Ending::Unterminated
+            },
         }
     }
 

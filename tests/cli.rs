@@ -237,8 +237,9 @@ fn torn_last_line_is_reported() {
         .write_stdin(&data[..])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("<stdin>:2: torn last line"))
-        .stdout(predicate::str::contains("<stdin>:2:20: invalid JSON"));
+        .stdout(predicate::str::contains(
+            "<stdin>:2: torn last line: no final newline and not a JSON value (19 bytes at byte offset 13",
+        ));
     // cat keeps the complete line and drops the torn one with a warning.
     sess()
         .arg("cat")
@@ -247,21 +248,28 @@ fn torn_last_line_is_reported() {
         .success()
         .stdout("{\"type\":\"a\"}\n")
         .stderr(predicate::str::contains(
-            "<stdin>:2: dropped a torn last line",
+            "<stdin>:2: the last line has no final newline (19 bytes at byte offset 13); not a JSON value (a torn write): dropped",
         ));
-    // A complete JSON value without a final newline is kept by cat but flagged by verify.
+    // A complete JSON value without a final newline is a record: kept by cat, with the
+    // newline added, and reported (as a missing newline, not as torn) by verify.
     sess()
         .arg("cat")
         .write_stdin("{\"a\":1}")
         .assert()
         .success()
-        .stdout("{\"a\":1}\n");
+        .stdout("{\"a\":1}\n")
+        .stderr(predicate::str::contains(
+            "kept as a record, with the newline added",
+        ));
     sess()
         .arg("verify")
         .write_stdin("{\"a\":1}")
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("torn last line"));
+        .stdout(predicate::str::contains(
+            "the last line has no final newline",
+        ))
+        .stdout(predicate::str::contains("torn").not());
     sess()
         .arg("stats")
         .write_stdin(&data[..])

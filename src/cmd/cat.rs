@@ -1,17 +1,16 @@
 //! `sess cat`: logical events from any input, optionally selected by type, position or seq.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
 use crate::cli::Global;
-use crate::event::{self, Event};
-use crate::frames::seek::{self, FrameRef};
-use crate::io::{self, Flow, Input, Line, LineReader, Sink};
-use crate::json;
+use crate::event::{self, Event, LastLine};
+use crate::frames::seek::Seekable;
+use crate::input::{Flow, Input};
+use crate::io::{LineReader, Sink};
 use crate::range::Range;
 
 const ABOUT: &str = "Print the logical events of a log as JSONL";
@@ -91,20 +90,16 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         types: &args.types,
         seq: args.seq,
     };
-    let mut sink = Sink::open(args.output.as_deref())?;
+    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
     let seekable = match &inputs[..] {
         [Input::Path(p)] if args.lines.is_none() && (args.tail.is_some() || args.seq.is_some()) => {
-            frames_of(p)?
+            Seekable::open(p).with_context(|| format!("{}: cannot read", p.display()))?
         }
         _ => None,
     };
     match (seekable, args.tail) {
-        (Some((path, mut file, frames)), Some(n)) => {
-            tail_frames(&path, &mut file, &frames, n, &select, &mut sink)?
-        }
-        (Some((path, mut file, frames)), None) => {
-            seq_frames(&path, &mut file, &frames, &select, &mut sink)?
-        }
+        (Some(mut file), Some(n)) => tail_frames(&mut file, n, &select, &mut sink)?,
+        (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink)?,
         (None, _) => sequential(&args, &inputs, &select, g, &mut sink)?,
     }
     sink.finish()
@@ -119,10 +114,7 @@ fn sequential(
 ) -> Result<()> {
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    event::each_event(inputs, g.open_options(), |name, ev| {
-        if ev.member.is_none() && is_torn(name, &ev.line) {
-            return Ok(Flow::More);
-        }
+    event::each_event(inputs, g.open_options(), LastLine::Records, |_, ev| {
         position += 1;
         if let Some(r) = &args.lines
             && !r.contains(position)
@@ -158,35 +150,32 @@ fn sequential(
     Ok(())
 }
 
-/// A compressed file whose frames can be found without reading it through.
-fn frames_of(p: &Path) -> Result<Option<(String, File, Vec<FrameRef>)>> {
-    let name = p.display().to_string();
-    let mut file = File::open(p).with_context(|| format!("{name}: cannot open"))?;
-    let mut head = [0u8; 4];
-    let n = std::io::Read::read(&mut file, &mut head)
-        .with_context(|| format!("{name}: cannot read"))?;
-    if !crate::io::source::is_zstd(&head[..n]) {
-        return Ok(None);
-    }
-    let frames = seek::data_frames(&mut file).with_context(|| format!("{name}: cannot read"))?;
-    Ok(frames.map(|f| (name, file, f)))
-}
-
-/// The selected events of one decoded frame, in order.
+/// Calls `f` with the selected events of frame `k`, in order, until it says stop; returns
+/// whether reading went past the seq range.
 fn frame_events(
-    name: &str,
-    plain: &[u8],
+    file: &mut Seekable,
+    k: usize,
     select: &Select<'_>,
-    out: &mut Vec<Vec<u8>>,
+    f: &mut impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<bool> {
+    let name = file.name().to_string();
     let mut buf = Vec::new();
     let mut past = false;
-    let mut lines = LineReader::new(plain);
-    while let Some(line) = lines.next_line()? {
-        event::expand(name, line, &mut buf, &mut |_, ev: &Event<'_>| {
+    let frame = file
+        .frame(k)
+        .with_context(|| format!("{name}: cannot read"))?;
+    let mut lines = LineReader::new(frame);
+    while let Some(line) = lines
+        .next_line()
+        .with_context(|| format!("{name}: cannot read"))?
+    {
+        let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
+            continue;
+        };
+        event::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
             let (keep, stop) = select.check(ev.bytes);
             if keep {
-                out.push(ev.bytes.to_vec());
+                f(ev.bytes)?;
             }
             past |= stop;
             Ok(if stop { Flow::Stop } else { Flow::More })
@@ -199,23 +188,22 @@ fn frame_events(
 }
 
 /// The last `n` selected events, decoding frames from the end until there are enough.
-fn tail_frames(
-    name: &str,
-    file: &mut File,
-    frames: &[FrameRef],
-    n: usize,
-    select: &Select<'_>,
-    sink: &mut Sink,
-) -> Result<()> {
+fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
-    for frame in frames.iter().rev() {
+    for k in (0..file.frames().len()).rev() {
         if kept.len() >= n {
             break;
         }
-        let plain = seek::decode(file, frame).with_context(|| name.to_string())?;
-        let mut events = Vec::new();
-        frame_events(name, &plain, select, &mut events)?;
-        for e in events.into_iter().rev() {
+        // This frame's last n selected events, in order, go before what is kept so far.
+        let mut here: VecDeque<Vec<u8>> = VecDeque::new();
+        frame_events(file, k, select, &mut |bytes| {
+            if here.len() == n {
+                here.pop_front();
+            }
+            here.push_back(bytes.to_vec());
+            Ok(())
+        })?;
+        for e in here.into_iter().rev() {
             kept.push_front(e);
         }
     }
@@ -227,46 +215,14 @@ fn tail_frames(
 }
 
 /// The events in a seq range, starting at the last frame that begins at or before it.
-fn seq_frames(
-    name: &str,
-    file: &mut File,
-    frames: &[FrameRef],
-    select: &Select<'_>,
-    sink: &mut Sink,
-) -> Result<()> {
+fn seq_frames(file: &mut Seekable, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let from = select.seq.map_or(0, |r| r.start as i64);
-    // Seq only rises, so nothing before the last frame starting at or before the range
-    // can be in it.
-    let first = frames
-        .iter()
-        .rposition(|f| f.first_seq.is_some_and(|s| s <= from))
-        .unwrap_or(0);
-    for frame in &frames[first..] {
-        let plain = seek::decode(file, frame).with_context(|| name.to_string())?;
-        let mut events = Vec::new();
-        let past = frame_events(name, &plain, select, &mut events)?;
-        for e in &events {
-            write_line(sink, e)?;
-        }
-        if past {
+    for k in file.first_frame_for_seq(from)..file.frames().len() {
+        if frame_events(file, k, select, &mut |bytes| write_line(sink, bytes))? {
             break;
         }
     }
     Ok(())
-}
-
-/// A last line without newline that does not parse is a torn write: warn and skip it.
-pub fn is_torn(name: &str, line: &Line<'_>) -> bool {
-    if line.terminated || json::validate(line.bytes).is_ok() {
-        return false;
-    }
-    eprintln!(
-        "sess: warning: {}: dropped a torn last line ({} bytes at byte offset {}, no final newline)",
-        io::at(name, line),
-        line.bytes.len(),
-        line.offset
-    );
-    true
 }
 
 fn write_line(sink: &mut Sink, bytes: &[u8]) -> Result<()> {

@@ -16,7 +16,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let mut cmd = crate::cli::command();
-    let mut out = crate::io::Sink::open(None)?;
+    let mut out = crate::io::Sink::stdout();
     clap_complete::generate(args.shell, &mut cmd, "sess", &mut out);
     out.finish()
 }

@@ -7,9 +7,11 @@ use anyhow::{Result, anyhow};
 
 use crate::cli::Global;
 use crate::delta::diff::{Limits, diff};
+use crate::delta::oplist;
 use crate::delta::wire::Encoder;
 use crate::delta::{Op, is_base};
-use crate::io::{self, Flow, Input, Sink};
+use crate::input::{self, Flow, Input};
+use crate::io::Sink;
 use crate::value::Value;
 
 const ABOUT: &str = "Turn a stream of JSON snapshots into an op list";
@@ -45,18 +47,18 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(args.file.as_slice());
-    let mut sink = Sink::open(args.output.as_deref())?;
+    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
     let mut encoder = Encoder::default();
     let mut prev: Option<Value> = None;
     let mut seq = 0u64;
-    io::each_line(&inputs, g.open_options(), |name, line| {
-        if line.bytes.iter().all(|&b| crate::json::is_ws(b)) {
+    input::each_line(&inputs, g.open_options(), |name, line| {
+        if oplist::is_blank(line.bytes) {
             return Ok(Flow::More);
         }
         let next = Value::parse(line.bytes).map_err(|e| {
             anyhow!(
                 "{}:{}: a snapshot must be one JSON value: {} (byte offset {})",
-                io::at(name, &line),
+                line.place(name),
                 e.offset + 1,
                 e.expected,
                 line.offset + e.offset as u64
@@ -71,17 +73,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             diff(prev.as_ref(), &next, Limits::default())
         };
         let wire = encoder.encode(&ops);
-        let tag = if is_base(&ops) {
-            Value::string("base")
-        } else {
-            Value::Null
-        };
-        let record = Value::Object(vec![
-            ("seq".encode_utf16().collect(), Value::Number(seq as f64)),
-            ("tag".encode_utf16().collect(), tag),
-            ("ops".encode_utf16().collect(), wire),
-        ]);
-        sink.write_all(&record.to_json())?;
+        sink.write_all(&oplist::diff_record(seq, is_base(&ops), wire))?;
         sink.write_all(b"\n")?;
         prev = Some(next);
         seq += 1;

@@ -6,9 +6,10 @@ use anyhow::Result;
 
 use crate::cli::Global;
 use crate::durability::{Class, Profile};
-use crate::event;
+use crate::event::{self, LastLine};
 use crate::filter::{Filter, Options, Overrides};
-use crate::io::{Flow, Input, Sink};
+use crate::input::{Flow, Input};
+use crate::io::Sink;
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
 
@@ -118,9 +119,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     overrides.apply(&mut Profile::empty())?;
     let mut filter = Filter::new(profile_arg(&args.profile)?, overrides, opts)?;
     let inputs = Input::list(&args.files);
-    let mut sink = Sink::open(args.output.as_deref())?;
-    event::each_event(&inputs, g.open_options(), |_, ev| {
-        filter.event(ev.bytes, ev.terminated(), &mut sink)?;
+    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
+    event::each_event(&inputs, g.open_options(), LastLine::Records, |_, ev| {
+        filter.event(ev.bytes, ev.newline, &mut sink)?;
         Ok(Flow::More)
     })?;
     filter.finish(&mut sink)?;

@@ -1,17 +1,19 @@
 //! `sess pack`: store runs of chunk deltas as packed rows, in checksummed zstd frames.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::cli::Global;
-use crate::event;
+use crate::event::{self, LastLine};
 use crate::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
-use crate::io::{Flow, Input, OpenOptions, Sink};
-use crate::pack::Packer;
+use crate::input::{Flow, Input, OpenOptions};
+use crate::io::Sink;
+use crate::io::signals::{self, Interrupted};
+use crate::pack::{self, Ended, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
@@ -81,68 +83,20 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-/// Where packed lines go: plain, or through the frame writer.
-enum Out {
-    Plain(Sink),
-    Frames(FrameWriter<Sink>),
-}
-
-impl Out {
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            Out::Plain(s) => s,
-            Out::Frames(f) => f,
-        }
-    }
-
-    /// The window expired: write what is pending now, through to the file.
-    fn flush_window(&mut self) -> io::Result<()> {
-        match self {
-            Out::Plain(s) => s.flush(),
-            Out::Frames(f) => {
-                f.flush_frame()?;
-                f.flush()
-            }
-        }
-    }
-
-    fn deadline(&self, window: Duration) -> Option<Instant> {
-        match self {
-            Out::Plain(_) => None,
-            Out::Frames(f) => f.deadline(window),
-        }
-    }
-
-    fn sync_if_written(&mut self) -> Result<()> {
-        if let Out::Frames(f) = self
-            && f.take_written()
-            && let Some(file) = f.get_mut().file()
-        {
-            file.sync_data().context("cannot sync the output")?;
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Result<()> {
-        match self {
-            Out::Plain(s) => s.finish(),
-            Out::Frames(f) => f.finish()?.0.finish(),
-        }
-    }
-}
-
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let streaming =
         inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
+    let paths = Input::paths(&inputs);
     // A stream's frames must survive a crash as they are written, so its output file is
     // written in place; anything else goes through a temporary file and a rename.
-    let sink = match (&args.output, streaming && !args.plain) {
-        (Some(p), true) if p.as_os_str() != "-" => Sink::open_in_place(p)?,
-        (p, _) => Sink::open(p.as_deref())?,
+    let sink = if streaming {
+        Sink::streaming(args.output.as_deref(), &paths, args.fsync)?
+    } else {
+        Sink::open(args.output.as_deref(), &paths)?
     };
     let mut out = if args.plain {
-        Out::Plain(sink)
+        Out::plain(sink)
     } else {
         sink.refuse_terminal("compressed output")?;
         let opts = writer::Options {
@@ -153,35 +107,19 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         Out::Frames(FrameWriter::new(sink, opts)?)
     };
     let mut packer = Packer::default();
-    let mut events = 0u64;
-    let window = Duration::from_millis(args.window);
-    let streaming =
-        inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
-    if streaming {
-        pack_stream(
-            &inputs,
-            g.open_options(),
-            window,
-            args.fsync,
-            &mut packer,
-            &mut out,
-            &mut events,
-        )?;
+    let events = if streaming {
+        pack_stream(&inputs, g.open_options(), &args, &mut packer, out)?
     } else {
-        event::each_event(&inputs, g.open_options(), |name, ev| {
+        let mut events = 0u64;
+        event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
             events += 1;
-            if !ev.terminated() {
-                super::unpack::warn_unterminated(name, &ev.line);
-            }
-            packer.event(ev.bytes, ev.terminated(), out.writer())?;
-            if args.fsync {
-                out.sync_if_written()?;
-            }
+            packer.event(ev.bytes, ev.newline, out.writer())?;
             Ok(Flow::More)
         })?;
-    }
-    packer.finish(out.writer())?;
-    out.finish()?;
+        packer.finish(out.writer())?;
+        out.finish()?.finish()?;
+        events
+    };
     if args.stats {
         let (rows, packed) = packer.counts();
         eprintln!("sess pack: {events} events in, {packed} of them packed into {rows} rows");
@@ -193,55 +131,52 @@ fn stdin_is_file() -> bool {
     std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file())
 }
 
-/// Reads on a thread so that a window can expire while the input is quiet.
+/// Packs stdin as it arrives. The input is read on a thread of its own, so that a window
+/// can expire while the input is quiet. When the input fails (a bad row), or a signal
+/// comes, everything read before is still written out, with the index, and the output
+/// finished; then the failure is reported.
 fn pack_stream(
     inputs: &[Input],
     opts: OpenOptions,
-    window: Duration,
-    fsync: bool,
+    args: &Args,
     packer: &mut Packer,
-    out: &mut Out,
-    events: &mut u64,
-) -> Result<()> {
-    let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, bool)>(4096);
+    mut out: Out<Sink>,
+) -> Result<u64> {
+    let (tx, rx) = mpsc::sync_channel::<Msg>(4096);
+    let on_signal = tx.clone();
+    signals::on_interrupt(move |sig| {
+        let _ = on_signal.send(Msg::Interrupt(sig));
+    });
     let inputs = inputs.to_vec();
     let reader = std::thread::spawn(move || {
-        event::each_event(&inputs, opts, |name, ev| {
-            if !ev.terminated() {
-                super::unpack::warn_unterminated(name, &ev.line);
-            }
-            let terminated = ev.terminated();
+        let read = event::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
+            let line = Msg::Event(ev.bytes.to_vec(), ev.newline);
             // A closed channel means the writer failed; it reports why.
-            Ok(if tx.send((ev.bytes.to_vec(), terminated)).is_ok() {
+            Ok(if tx.send(line).is_ok() {
                 Flow::More
             } else {
                 Flow::Stop
             })
-        })
+        });
+        let _ = tx.send(Msg::Done);
+        read
     });
-    loop {
-        let next = match out.deadline(window) {
-            Some(deadline) => rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
-            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-        };
-        match next {
-            Ok((line, terminated)) => {
-                *events += 1;
-                packer.event(&line, terminated, out.writer())?;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                // Runs are packed per window, as DSH packs per batch.
-                packer.finish(out.writer())?;
-                out.flush_window()?;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if fsync {
-            out.sync_if_written()?;
-        }
+    let window = Duration::from_millis(args.window);
+    let (events, ended) = pack::stream(&rx, window, packer, &mut out)?;
+    signals::clear_interrupt();
+    if let Ended::Signal(sig) = ended {
+        packer.finish(out.writer())?;
+        out.finish()?.finish()?;
+        return Err(Interrupted(sig).into());
     }
-    reader
+    let read = reader
         .join()
-        .map_err(|_| anyhow::anyhow!("the reading thread panicked"))??;
-    Ok(())
+        .map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
+    // A failed input leaves an output nothing has reached as it was.
+    if read.is_ok() || out.get_ref().touched() {
+        packer.finish(out.writer())?;
+        out.finish()?.finish()?;
+    }
+    read?;
+    Ok(events)
 }

@@ -1,6 +1,5 @@
 //! `sess recover`: the value an op list holds, rebuilt from its last base batch.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -9,10 +8,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::Global;
 use crate::delta::Op;
-use crate::delta::oplist::{self, Options, Replay};
-use crate::io::source::is_zstd;
-use crate::io::{self, Flow, Input, LineReader, Sink};
-use crate::json;
+use crate::delta::oplist::{self, Options, Replayer, Tail};
+use crate::input::{self, Flow, Input};
+use crate::io::{Line, LineReader, Sink};
 use crate::value::Value;
 
 const ABOUT: &str = "Rebuild the value an op list holds, from its last base batch";
@@ -72,205 +70,166 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let input = Input::from_arg(&args.file);
     let name = input.name();
-    let mut state = State {
-        opts: Options {
-            at: args.at,
-            from_start: args.from_start,
-            address: args.address.clone(),
-            strict: args.strict,
-        },
+    let opts = Options {
+        at: args.at,
+        from_start: args.from_start,
+        address: args.address.clone(),
+        strict: args.strict,
+    };
+    let mut out = Output {
         args: &args,
         name: name.clone(),
-        lists: BTreeMap::new(),
-        multi: false,
-        sink: Sink::open(args.output.as_deref())?,
+        sink: Sink::open(
+            args.output.as_deref(),
+            &Input::paths(std::slice::from_ref(&input)),
+        )?,
     };
-    match &input {
-        Input::Path(p) if !starts_zstd(p)? => state.plain_file(p)?,
-        _ => state.stream(&input, g)?,
+    let replayer = match &input {
+        Input::Path(p) if !input::file_is_zstd(p)? => out.plain_file(p, opts)?,
+        _ => out.stream(&input, opts, g)?,
+    };
+    let value = replayer.finish().map_err(|e| anyhow!("{name}: {e}"))?;
+    if !args.states && !args.ops {
+        out.sink.write_all(&value.to_json())?;
+        out.sink.write_all(b"\n")?;
     }
-    state.finish()
+    out.sink.finish()
 }
 
-/// The lists being recovered and where their output goes.
-struct State<'a> {
-    opts: Options,
+/// Where the replayed batches go.
+struct Output<'a> {
     args: &'a Args,
     name: String,
-    /// One replay per address ("" when the file holds one list).
-    lists: BTreeMap<String, Replay>,
-    /// The file holds several addressed lists and no --address was given.
-    multi: bool,
     sink: Sink,
 }
 
-impl State<'_> {
+impl Output<'_> {
     /// A plain file: find the last base reading backwards, then replay forward from it.
-    fn plain_file(&mut self, p: &std::path::Path) -> Result<()> {
+    fn plain_file(&mut self, p: &std::path::Path, opts: Options) -> Result<Replayer> {
         let name = self.name.clone();
         let mut file = File::open(p).with_context(|| format!("{name}: cannot open"))?;
-        let (start, several) = oplist::find_start(&mut file, &self.opts)
-            .with_context(|| format!("{name}: cannot read"))?;
-        self.multi = several;
-        file.seek(SeekFrom::Start(start))?;
+        let start =
+            oplist::find_start(&mut file, &opts).with_context(|| format!("{name}: cannot read"))?;
+        file.seek(SeekFrom::Start(start.offset))?;
+        let strict = opts.strict;
+        let mut replayer = Replayer::new(opts, start.by_address);
         let mut failed = None;
         {
             let mut lines = LineReader::new(&mut file);
-            while let Some(line) = lines.next_line()? {
-                let offset = start + line.offset;
-                match self.step(line.bytes, line.terminated, offset) {
-                    Ok(false) => {}
-                    Ok(true) => break,
-                    Err(e) => {
-                        failed = Some((offset, e));
-                        break;
-                    }
+            while let Some(line) = lines
+                .next_line()
+                .with_context(|| format!("{name}: cannot read"))?
+            {
+                let offset = start.offset + line.offset;
+                if self.torn(&line, offset, strict)? {
+                    break;
+                }
+                if let Err(e) = self.apply(&mut replayer, line.bytes) {
+                    failed = Some((offset, e));
+                    break;
                 }
             }
         }
         if let Some((offset, e)) = failed {
             // Counting lines is paid only on the way to an error.
             let n = oplist::line_number(&mut file, offset)?;
-            bail!("{name}:{n}: {e:#}");
+            return Err(placed(e, format!("{name}:{n}")));
         }
-        Ok(())
+        Ok(replayer)
     }
 
     /// Stdin or a compressed file: read forward, keeping the lines since the last base.
-    fn stream(&mut self, input: &Input, g: Global) -> Result<()> {
-        let mut tail: Vec<(u64, u64, Vec<u8>, bool)> = Vec::new();
-        let (address, at, from_start) = (
-            self.opts.address.clone(),
-            self.opts.at,
-            self.opts.from_start,
-        );
-        let mut multi = false;
-        io::each_line(std::slice::from_ref(input), g.open_options(), |_, line| {
-            let p = oplist::peek(line.bytes);
-            multi |= p.address.is_some() && address.is_none();
-            let ours = match (&address, p.address) {
-                (Some(a), Some(raw)) => json::str_value(raw).is_some_and(|r| r == a.as_str()),
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            let in_range = at.is_none_or(|at| p.seq.is_some_and(|s| s <= at));
-            if ours && p.base && in_range && !from_start && !multi {
-                tail.clear();
+    fn stream(&mut self, input: &Input, opts: Options, g: Global) -> Result<Replayer> {
+        let mut tail = Tail::default();
+        let mut torn_at = None;
+        input::each_line(std::slice::from_ref(input), g.open_options(), |_, line| {
+            if line.is_torn() {
+                torn_at = Some((line.number, line.offset, line.bytes.len()));
+            } else {
+                tail.push(&opts, line.number, line.offset, line.bytes);
             }
-            tail.push((
-                line.number,
-                line.offset,
-                line.bytes.to_vec(),
-                line.terminated,
-            ));
             Ok(Flow::More)
         })?;
-        self.multi = multi;
-        for (number, offset, bytes, terminated) in &tail {
-            let stop = self
-                .step(bytes, *terminated, *offset)
-                .map_err(|e| anyhow!("{}:{number}: {e:#}", self.name))?;
-            if stop {
-                break;
-            }
+        let strict = opts.strict;
+        let mut replayer = Replayer::new(opts, tail.by_address());
+        for (number, _, bytes) in &tail.lines {
+            let place = format!("{}:{number}", self.name);
+            self.apply(&mut replayer, bytes)
+                .map_err(|e| placed(e, place))?;
         }
+        if let Some((number, offset, len)) = torn_at {
+            self.torn_line(number, offset, len, strict)?;
+        }
+        Ok(replayer)
+    }
+
+    /// Handles a torn last line: an error under --strict, else a warning. Returns whether
+    /// the line is torn (replay then stops).
+    fn torn(&self, line: &Line<'_>, offset: u64, strict: bool) -> Result<bool> {
+        if !line.is_torn() {
+            return Ok(false);
+        }
+        self.torn_line(line.number, offset, line.bytes.len(), strict)?;
+        Ok(true)
+    }
+
+    fn torn_line(&self, number: u64, offset: u64, len: usize, strict: bool) -> Result<()> {
+        let what = format!(
+            "{}:{number}: a torn last line: no final newline and not valid JSON ({len} bytes at \
+             byte offset {offset})",
+            self.name
+        );
+        if strict {
+            bail!("{what}");
+        }
+        eprintln!("sess: warning: {what}; ignored, the value is the one before it");
         Ok(())
     }
 
-    /// One line of the replayed part: skip blank lines and other addresses, handle a torn
-    /// last line, then decode, apply and print. Returns whether to stop.
-    fn step(&mut self, bytes: &[u8], terminated: bool, offset: u64) -> Result<bool> {
-        if bytes.iter().all(|&b| json::is_ws(b)) {
-            return Ok(false);
-        }
-        if !terminated && json::validate(bytes).is_err() {
-            if self.opts.strict {
-                bail!(
-                    "a torn last line: no final newline and not valid JSON (byte offset {offset})"
-                );
-            }
-            eprintln!(
-                "sess: warning: {}: ignored a torn last line ({} bytes at byte offset {offset}); the value is the one before it",
-                self.name,
-                bytes.len()
-            );
-            return Ok(true);
-        }
-        let rec = oplist::parse_record(bytes).map_err(|e| anyhow!(e))?;
-        if !self.multi && self.opts.address.is_some() && rec.address != self.opts.address {
-            return Ok(false);
-        }
-        let key = if self.multi {
-            rec.address.clone().unwrap_or_default()
-        } else {
-            String::new()
+    /// Applies one record and prints what --states or --ops asks for. A record's error is
+    /// placed by the caller; a write error stays one (a closed pipe is not the input's fault).
+    fn apply(&mut self, replayer: &mut Replayer, bytes: &[u8]) -> Result<()> {
+        let Some(applied) = replayer.record(bytes).map_err(|e| anyhow!(e))? else {
+            return Ok(());
         };
-        let replay = self.lists.entry(key).or_default();
-        let ops = replay.batch(&rec.ops).map_err(|(k, e)| {
-            let seq = rec
-                .seq
-                .map_or(String::new(), |s| format!("batch seq {s}, "));
-            let op = k.map_or(String::new(), |k| format!("op {k}: "));
-            anyhow!("{seq}{op}{e}")
-        })?;
-        let seq = rec.seq.map_or(Value::Null, |s| Value::Number(s as f64));
         let line = if self.args.ops {
-            Some(record(
-                "ops",
-                seq,
-                Value::Array(ops.iter().map(Op::to_value).collect()),
-            ))
+            let ops = Value::Array(applied.ops.iter().map(Op::to_value).collect());
+            Some(oplist::state_record(applied.seq, "ops", ops))
         } else if self.args.states {
-            Some(record(
-                "value",
-                seq,
-                replay.value.clone().unwrap_or(Value::Null),
-            ))
+            let value = applied.value.cloned().unwrap_or(Value::Null);
+            Some(oplist::state_record(applied.seq, "value", value))
         } else {
             None
         };
         if let Some(l) = line {
-            self.sink.write_all(&l.to_json())?;
-            self.sink.write_all(b"\n")?;
+            self.sink.write_all(&l).map_err(Written)?;
+            self.sink.write_all(b"\n").map_err(Written)?;
         }
-        Ok(self.opts.at.is_some() && rec.seq == self.opts.at)
-    }
-
-    /// Prints the value (or the values by address) unless states or ops were printed.
-    fn finish(mut self) -> Result<()> {
-        if !self.args.states && !self.args.ops {
-            let value = if self.multi {
-                Value::Object(
-                    std::mem::take(&mut self.lists)
-                        .into_iter()
-                        .map(|(k, r)| (k.encode_utf16().collect(), r.value.unwrap_or(Value::Null)))
-                        .collect(),
-                )
-            } else {
-                std::mem::take(&mut self.lists)
-                    .into_values()
-                    .next()
-                    .and_then(|r| r.value)
-                    .unwrap_or(Value::Null)
-            };
-            self.sink.write_all(&value.to_json())?;
-            self.sink.write_all(b"\n")?;
-        }
-        self.sink.finish()
+        Ok(())
     }
 }
 
-fn starts_zstd(p: &std::path::Path) -> Result<bool> {
-    let mut head = [0u8; 4];
-    let n = File::open(p)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .with_context(|| format!("{}: cannot open", p.display()))?;
-    Ok(is_zstd(&head[..n]))
+/// Names the input line an error comes from, unless it is a write error.
+fn placed(e: anyhow::Error, place: String) -> anyhow::Error {
+    if e.is::<Written>() {
+        e
+    } else {
+        e.context(place)
+    }
 }
 
-fn record(key: &str, seq: Value, v: Value) -> Value {
-    Value::Object(vec![
-        ("seq".encode_utf16().collect(), seq),
-        (key.encode_utf16().collect(), v),
-    ])
+/// A write error, kept apart from the input's errors so that it is never blamed on a line.
+#[derive(Debug)]
+struct Written(std::io::Error);
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Written {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }

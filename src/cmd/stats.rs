@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::cli::Global;
-use crate::event;
-use crate::io::{Flow, Input, Sink};
+use crate::event::{self, LastLine};
+use crate::input::{Flow, Input};
+use crate::io::Sink;
 use crate::stats::Stats;
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
@@ -37,12 +38,13 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
     let mut stats = Stats::default();
-    event::each_event(&inputs, g.open_options(), |_, ev| {
+    // Verbatim: stats counts a torn last line as what it is rather than dropping it.
+    event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
         stats.add_event(ev);
         Ok(Flow::More)
     })?;
     let report = stats.report();
-    let mut out = Sink::open(None)?;
+    let mut out = Sink::stdout();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         out.write_all(b"\n")?;

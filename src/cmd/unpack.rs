@@ -6,16 +6,21 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::cli::Global;
-use crate::event;
-use crate::io::{self, Flow, Input, Line, Sink};
+use crate::event::{self, LastLine};
+use crate::input::{Flow, Input};
+use crate::io::Sink;
 
-const ABOUT: &str = "Expand packed chunk rows back into events";
+const ABOUT: &str = "Expand packed rows (chunk rows, snapshot-delta rows) back into events";
 
-const LONG_ABOUT: &str = "Expand text-chunks, reasoning-chunks and tool-call-chunks rows into the \
-assistant/chunk events they hold; every other line is copied byte for byte. Rows are \
-validated strictly (exact key sets, types, dt length, non-empty members, every member's seq \
-and time a safe integer); a bad row is an error naming its file and line. Rows without \
-seq0/time0 (DSH's normalized test fixtures) expand to events without seq/time.";
+const LONG_ABOUT: &str = "Expand packed rows back into the events they hold; every other line is \
+copied byte for byte. text-chunks, reasoning-chunks and tool-call-chunks rows give back DSH's \
+assistant/chunk events; snapshot-deltas rows give back each snapshot frame, rebuilt from the \
+first one and its op batches. Rows are validated strictly (exact key sets, types, dt length, \
+non-empty members, every member's seq and time a safe integer, every batch valid); a bad row \
+is an error naming its file and line. Chunk rows without seq0/time0 (DSH's normalized test \
+fixtures) expand to events without seq/time.\n\n\
+A last line without a final newline is written back as it is, so that 'sess unpack' of what \
+'sess pack' wrote is its input byte for byte.";
 
 const EXAMPLES: &str = "Examples:
   sess unpack session.packed.jsonl > session.jsonl
@@ -34,25 +39,15 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
-    let mut sink = Sink::open(args.output.as_deref())?;
-    event::each_event(&inputs, g.open_options(), |name, ev| {
+    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
+    // Verbatim: a last line without newline comes back as it went in, so that unpacking
+    // what `pack` wrote gives its input back byte for byte.
+    event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
         sink.write_all(ev.bytes)?;
-        if ev.terminated() {
+        if ev.newline {
             sink.write_all(b"\n")?;
-        } else {
-            warn_unterminated(name, &ev.line);
         }
         Ok(Flow::More)
     })?;
     sink.finish()
-}
-
-/// A last line without newline is kept as it is, so the output stays byte-exact.
-pub fn warn_unterminated(name: &str, line: &Line<'_>) {
-    eprintln!(
-        "sess: warning: {}: last line has no final newline ({} bytes at byte offset {}); kept as is",
-        io::at(name, line),
-        line.bytes.len(),
-        line.offset
-    );
 }

@@ -1,15 +1,17 @@
 //! `sess verify`: check that a log is well-formed.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
 use crate::cli::Global;
-use crate::frames::{Index, Recovery, walk};
-use crate::io::source::is_zstd;
-use crate::io::{self, Flow, Input, Line, OpenOptions, Sink};
+use crate::frames::Recovery;
+use crate::frames::audit::{self, Audit};
+use crate::input::{self, Flow, Input, OpenOptions};
+use crate::io::sink::is_broken_pipe;
+use crate::io::{Ending, Line, Sink};
 use crate::json;
 use crate::rows;
 use crate::snapshots;
@@ -50,65 +52,23 @@ struct Checker<'o> {
 }
 
 impl Checker<'_> {
-    /// Checks a compressed file's frames against its index without decompressing them:
-    /// the frames found by walking their headers must be the ones the index lists, each with
-    /// the crc32 it records.
-    fn container(&mut self, path: &Path) -> Result<()> {
+    /// Checks a compressed file's frames against its index, without decompressing them.
+    /// Returns whether there was an index to check.
+    fn container(&mut self, path: &Path) -> Result<bool> {
         let name = path.display().to_string();
+        if !input::file_is_zstd(path)? {
+            return Ok(false);
+        }
         let mut f = File::open(path).with_context(|| format!("{name}: cannot open"))?;
-        let mut head = [0u8; 4];
-        let n = f
-            .read(&mut head)
-            .with_context(|| format!("{name}: cannot read"))?;
-        if !is_zstd(&head[..n]) {
-            return Ok(());
-        }
-        let (index, index_at) = match Index::read_from(&mut f)? {
-            None => return Ok(()),
-            Some(Err(e)) => return self.problem(format_args!("{name}: frame index: {e}")),
-            Some(Ok(found)) => found,
-        };
-        let (spans, end) = walk::walk(&mut f, 0, index_at)?;
-        let data: Vec<_> = spans
-            .iter()
-            .filter(|s| matches!(s.kind, walk::Kind::Zstd { .. }))
-            .collect();
-        if end != walk::End::Clean {
-            self.problem(format_args!(
-                "{name}: the frames before the index do not end cleanly: {end:?}"
-            ))?;
-        }
-        if data.len() != index.entries.len() {
-            self.problem(format_args!(
-                "{name}: the index lists {} frames, the file holds {}",
-                index.entries.len(),
-                data.len()
-            ))?;
-        }
-        let mut bytes = Vec::new();
-        for (k, (e, s)) in index.entries.iter().zip(&data).enumerate() {
-            if (e.offset, u64::from(e.compressed)) != (s.offset, s.len) {
-                self.problem(format_args!(
-                    "{name}: frame {k}: the index says bytes {}..{}, the frame is at {}..{}",
-                    e.offset,
-                    e.offset + u64::from(e.compressed),
-                    s.offset,
-                    s.offset + s.len
-                ))?;
-                continue;
-            }
-            bytes.resize(e.compressed as usize, 0);
-            f.seek(SeekFrom::Start(e.offset))?;
-            f.read_exact(&mut bytes)?;
-            let crc = crc32fast::hash(&bytes);
-            if crc != e.crc32 {
-                self.problem(format_args!(
-                    "{name}: frame {k} at byte {}: crc32 {crc:08x} does not match the index ({:08x})",
-                    e.offset, e.crc32
-                ))?;
+        match audit::audit(&mut f).with_context(|| format!("{name}: cannot read"))? {
+            Audit::NoIndex => Ok(false),
+            Audit::Checked { problems, .. } => {
+                for p in problems {
+                    self.problem(format_args!("{name}: {p}"))?;
+                }
+                Ok(true)
             }
         }
-        Ok(())
     }
 
     fn problem(&mut self, msg: std::fmt::Arguments<'_>) -> Result<()> {
@@ -118,13 +78,21 @@ impl Checker<'_> {
     }
 
     fn line(&mut self, name: &str, line: &Line<'_>) -> Result<()> {
-        let at = io::at(name, line);
-        if !line.terminated {
-            self.problem(format_args!(
-                "{at}: torn last line: no final newline ({} bytes at byte offset {})",
-                line.bytes.len(),
-                line.offset
-            ))?;
+        let at = line.place(name);
+        let (len, offset) = (line.bytes.len(), line.offset);
+        match line.ending {
+            Ending::Newline => {}
+            Ending::Unterminated => self.problem(format_args!(
+                "{at}: the last line has no final newline ({len} bytes at byte offset {offset}); \
+                 it is a whole JSON value ('sess repair' adds the newline)"
+            ))?,
+            Ending::Torn => self.problem(format_args!(
+                "{at}: torn last line: no final newline and not a JSON value ({len} bytes at \
+                 byte offset {offset}; 'sess repair' removes it)"
+            ))?,
+        }
+        if line.is_torn() {
+            return Ok(());
         }
         if snapshots::is_row(line.bytes) {
             // Rebuilding every event checks every batch.
@@ -173,11 +141,38 @@ impl Checker<'_> {
         self.next_seq = Some(seq + 1);
         Ok(())
     }
+
+    /// Reads one input through, checking every line; damage ends the reading and is a
+    /// problem like the others.
+    fn read(&mut self, input: &Input, opts: OpenOptions, lines: &mut u64) -> Result<()> {
+        let src = input::open(input, opts)?;
+        let name = src.name.clone();
+        let health = src.health.clone();
+        let read = input::each_line_of(src, &mut |name, line| {
+            *lines += 1;
+            self.line(name, &line)?;
+            Ok(Flow::More)
+        });
+        if let Err(e) = read {
+            if is_broken_pipe(&e) {
+                return Err(e);
+            }
+            self.problem(format_args!("{e:#}"))?;
+        }
+        let unchecked = health.map_or(0, |h| h.lock().unwrap_or_else(|e| e.into_inner()).unchecked);
+        if unchecked > 0 {
+            self.problem(format_args!(
+                "{name}: {unchecked} zstd frame(s) have no content checksum, so their lines \
+                 cannot be verified"
+            ))?;
+        }
+        Ok(())
+    }
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(&args.files);
-    let mut out = Sink::open(None)?;
+    let mut out = Sink::stdout();
     let mut lines = 0u64;
     let mut problems = 0u64;
     // A checker tolerates nothing: any damage to a compressed input is reported.
@@ -191,22 +186,19 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             problems: 0,
             next_seq: None,
         };
-        if let Input::Path(p) = input {
-            check.container(p)?;
+        let indexed = match input {
+            Input::Path(p) => check.container(p)?,
+            Input::Stdin => false,
+        };
+        if args.index_only && !indexed {
+            check.problem(format_args!(
+                "{}: no frame index to check (--index-only checks the index of a file \
+                 'sess pack' wrote: this is not one, or its index is gone)",
+                input.name()
+            ))?;
         }
         if !args.index_only {
-            let read = io::each_line(std::slice::from_ref(input), opts, |name, line| {
-                lines += 1;
-                check.line(name, &line)?;
-                Ok(Flow::More)
-            });
-            // Damage ends the reading of this input; it is a problem like the others.
-            if let Err(e) = read {
-                if crate::io::sink::is_broken_pipe(&e) {
-                    return Err(e);
-                }
-                check.problem(format_args!("{e:#}"))?;
-            }
+            check.read(input, opts, &mut lines)?;
         }
         problems += check.problems;
     }

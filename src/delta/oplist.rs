@@ -127,15 +127,23 @@ impl Replay {
     }
 }
 
-/// Reads a file's lines from the end: each line with the offset of its first byte.
+/// Reads a file's lines from the end: each line with the offset of its first byte. The
+/// bytes are read in chunks into the front of one buffer that doubles when full, and each
+/// byte is searched for a newline once, so a line of any length costs linear time.
 pub struct ReverseLines<'f> {
     file: &'f mut File,
-    /// File offset of `buf[0]`; the bytes in `buf` end where the next line (from the end)
-    /// ends.
+    /// File offset of `buf[start]`.
     pos: u64,
     buf: Vec<u8>,
+    /// The unread bytes are `buf[start..end]`; they end where the next line ends.
+    start: usize,
+    end: usize,
+    /// `buf[clean..end]` holds no newline.
+    clean: usize,
     done: bool,
 }
+
+const CHUNK: usize = 64 * 1024;
 
 impl<'f> ReverseLines<'f> {
     /// Also says whether the file's last line ends with a newline.
@@ -145,29 +153,44 @@ impl<'f> ReverseLines<'f> {
             file,
             pos: len,
             buf: Vec::new(),
+            start: 0,
+            end: 0,
+            clean: 0,
             done: len == 0,
         };
         let mut terminated = true;
         if len > 0 {
             r.load()?;
-            if r.buf.last() == Some(&b'\n') {
-                r.buf.pop();
+            if r.buf[r.end - 1] == b'\n' {
+                r.end -= 1;
             } else {
                 terminated = false;
             }
+            r.clean = r.end;
         }
         Ok((r, terminated))
     }
 
+    /// Reads the chunk before `start`, making room at the front of the buffer if need be.
     fn load(&mut self) -> io::Result<()> {
-        let n = self.pos.min(64 * 1024);
-        self.pos -= n;
-        let mut chunk = vec![0u8; n as usize];
+        let n = self.pos.min(CHUNK as u64) as usize;
+        if self.start < n {
+            let used = self.end - self.start;
+            let cap = (self.buf.len() * 2).max(used + n + CHUNK);
+            let mut grown = vec![0u8; cap];
+            let at = cap - used;
+            grown[at..].copy_from_slice(&self.buf[self.start..self.end]);
+            let shift = at - self.start;
+            self.buf = grown;
+            self.start += shift;
+            self.end += shift;
+            self.clean += shift;
+        }
+        self.pos -= n as u64;
+        self.start -= n;
         self.file.seek(SeekFrom::Start(self.pos))?;
-        self.file.read_exact(&mut chunk)?;
-        chunk.extend_from_slice(&self.buf);
-        self.buf = chunk;
-        Ok(())
+        self.file
+            .read_exact(&mut self.buf[self.start..self.start + n])
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<(u64, Vec<u8>)>> {
@@ -175,14 +198,18 @@ impl<'f> ReverseLines<'f> {
             if self.done {
                 return Ok(None);
             }
-            if let Some(k) = memchr::memrchr(b'\n', &self.buf) {
-                let line = self.buf[k + 1..].to_vec();
-                self.buf.truncate(k);
-                return Ok(Some((self.pos + k as u64 + 1, line)));
+            if let Some(k) = memchr::memrchr(b'\n', &self.buf[self.start..self.clean]) {
+                let nl = self.start + k;
+                let line = self.buf[nl + 1..self.end].to_vec();
+                let offset = self.pos + (nl + 1 - self.start) as u64;
+                self.end = nl;
+                self.clean = nl;
+                return Ok(Some((offset, line)));
             }
+            self.clean = self.start;
             if self.pos == 0 {
                 self.done = true;
-                return Ok(Some((0, std::mem::take(&mut self.buf))));
+                return Ok(Some((0, self.buf[self.start..self.end].to_vec())));
             }
             self.load()?;
         }
@@ -277,7 +304,8 @@ mod tests {
 /// What to recover.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Stop after the batch with this seq (and start at the last base at or before it).
+    /// The value after the last batch whose seq is at most this (replay starts at the last
+    /// base at or before it). Every record must then carry a seq.
     pub at: Option<u64>,
     /// Start at the first batch instead of the last base.
     pub from_start: bool,
@@ -287,37 +315,237 @@ pub struct Options {
     pub strict: bool,
 }
 
-/// Where the replay must start in a plain file: the offset of the last base batch (for the
-/// address, at or before `at`), found reading backwards; 0 if there is none. Also says
-/// whether the list holds several addresses (then it is replayed whole, per address).
-pub fn find_start(file: &mut File, opts: &Options) -> io::Result<(u64, bool)> {
-    if opts.from_start {
-        return Ok((0, false));
+impl Options {
+    /// Whether records are replayed per address: the list's first record carries an
+    /// address and no `address` picks one. Such a list is replayed whole.
+    pub fn by_address(&self, first: &Peek<'_>) -> bool {
+        self.address.is_none() && first.address.is_some()
     }
-    let want = opts.address.as_ref().map(|a| {
-        let mut raw = Vec::new();
-        crate::value::write_string(&a.encode_utf16().collect::<Vec<_>>(), &mut raw);
-        raw
-    });
-    let (mut lines, _) = ReverseLines::new(file)?;
-    while let Some((offset, line)) = lines.next_line()? {
-        if line.iter().all(|&b| json::is_ws(b)) {
-            continue;
+
+    /// Whether the record belongs to the chosen list.
+    pub fn chooses(&self, address: Option<&[u8]>) -> bool {
+        match &self.address {
+            None => true,
+            Some(want) => address
+                .and_then(json::str_value)
+                .is_some_and(|a| a == want.as_str()),
         }
-        let p = peek(&line);
-        match (&want, p.address) {
-            (None, Some(_)) => return Ok((0, true)),
-            (Some(w), a) if a.map(|a| a == &w[..]) != Some(true) => continue,
-            _ => {}
+    }
+
+    /// Whether replay may start at this record: a base batch of the chosen list at or
+    /// before `at`. The one rule both the backward and the forward finder use.
+    pub fn starts_replay(&self, p: &Peek<'_>, by_address: bool) -> bool {
+        if self.from_start || by_address || !self.chooses(p.address) {
+            return false;
         }
-        let in_range = match (opts.at, p.seq) {
+        let in_range = match (self.at, p.seq) {
             (Some(at), Some(seq)) => seq <= at,
             (Some(_), None) => false,
             (None, _) => true,
         };
-        if p.base && in_range {
-            return Ok((offset, false));
+        p.base && in_range
+    }
+}
+
+/// Where replay starts in a plain file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub offset: u64,
+    pub by_address: bool,
+}
+
+/// Where the replay must start in a plain file: the offset of the last record that
+/// [`Options::starts_replay`], found reading backwards, or 0 if there is none or the list
+/// is replayed whole.
+pub fn find_start(file: &mut File, opts: &Options) -> io::Result<Start> {
+    let first = first_record(file)?;
+    let by_address = first.as_deref().is_some_and(|l| opts.by_address(&peek(l)));
+    let whole = Start {
+        offset: 0,
+        by_address,
+    };
+    if opts.from_start || by_address {
+        return Ok(whole);
+    }
+    let (mut lines, _) = ReverseLines::new(file)?;
+    while let Some((offset, line)) = lines.next_line()? {
+        if !is_blank(&line) && opts.starts_replay(&peek(&line), false) {
+            return Ok(Start { offset, ..whole });
         }
     }
-    Ok((0, false))
+    Ok(whole)
+}
+
+/// The first line of a file that is not blank.
+fn first_record(file: &mut File) -> io::Result<Option<Vec<u8>>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut lines = crate::io::LineReader::new(&mut *file);
+    while let Some(line) = lines.next_line()? {
+        if !is_blank(line.bytes) {
+            return Ok(Some(line.bytes.to_vec()));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a line holds nothing but whitespace (skipped everywhere in op lists).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|&b| json::is_ws(b))
+}
+
+/// The forward finder, for input that cannot be read backwards (stdin, compressed files):
+/// keeps the lines since the last record that [`Options::starts_replay`].
+#[derive(Debug, Default)]
+pub struct Tail {
+    by_address: Option<bool>,
+    /// Line number, offset and bytes of each line kept.
+    pub lines: Vec<(u64, u64, Vec<u8>)>,
+}
+
+impl Tail {
+    pub fn push(&mut self, opts: &Options, number: u64, offset: u64, line: &[u8]) {
+        if is_blank(line) {
+            return;
+        }
+        let p = peek(line);
+        let by_address = *self.by_address.get_or_insert_with(|| opts.by_address(&p));
+        if opts.starts_replay(&p, by_address) {
+            self.lines.clear();
+        }
+        self.lines.push((number, offset, line.to_vec()));
+    }
+
+    pub fn by_address(&self) -> bool {
+        self.by_address.unwrap_or(false)
+    }
+}
+
+/// One batch applied, for printing.
+#[derive(Debug)]
+pub struct Applied<'a> {
+    pub seq: Option<u64>,
+    pub ops: Vec<Op>,
+    /// The value of the batch's list after it.
+    pub value: Option<&'a Value>,
+}
+
+/// Applies the records of the replayed part, in order: the one replay engine behind every
+/// way of reading a list.
+#[derive(Debug)]
+pub struct Replayer {
+    opts: Options,
+    by_address: bool,
+    /// One replay per address ("" for records without one, or when not by address).
+    lists: std::collections::BTreeMap<String, Replay>,
+    applied: u64,
+}
+
+impl Replayer {
+    pub fn new(opts: Options, by_address: bool) -> Replayer {
+        Replayer {
+            opts,
+            by_address,
+            lists: Default::default(),
+            applied: 0,
+        }
+    }
+
+    /// One record. `Ok(None)`: it is not part of the value asked for (another address,
+    /// a seq past `at`, a blank line). An error is the record's, for the caller to place.
+    pub fn record(&mut self, line: &[u8]) -> Result<Option<Applied<'_>>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let rec = parse_record(line)?;
+        if !self.address_matches(&rec) {
+            return Ok(None);
+        }
+        if let Some(at) = self.opts.at {
+            match rec.seq {
+                None => {
+                    return Err(format!(
+                        "--at {at} reads records by their seq, and this one has none"
+                    ));
+                }
+                Some(seq) if seq > at => return Ok(None),
+                Some(_) => {}
+            }
+        }
+        let key = match &rec.address {
+            Some(a) if self.by_address => a.clone(),
+            _ => String::new(),
+        };
+        let replay = self.lists.entry(key).or_default();
+        let ops = replay.batch(&rec.ops).map_err(|(k, e)| {
+            let seq = rec
+                .seq
+                .map_or(String::new(), |s| format!("batch seq {s}, "));
+            let op = k.map_or(String::new(), |k| format!("op {k}: "));
+            format!("{seq}{op}{e}")
+        })?;
+        self.applied += 1;
+        Ok(Some(Applied {
+            seq: rec.seq,
+            ops,
+            value: replay.value.as_ref(),
+        }))
+    }
+
+    fn address_matches(&self, rec: &Record) -> bool {
+        match &self.opts.address {
+            None => true,
+            Some(want) => rec.address.as_deref() == Some(want.as_str()),
+        }
+    }
+
+    /// The value (or, by address, one object of the values keyed by address). An error
+    /// when nothing was applied: an empty list, or an address no record has.
+    pub fn finish(self) -> Result<Value, String> {
+        if self.applied == 0 {
+            return Err(match (&self.opts.address, self.opts.at) {
+                (Some(a), _) => format!("no record has address {a:?}"),
+                (None, Some(at)) => format!("no batch has a seq at or before {at}"),
+                (None, None) => "the op list holds no batch".to_string(),
+            });
+        }
+        let mut lists = self.lists;
+        if self.by_address {
+            return Ok(Value::Object(
+                std::mem::take(&mut lists)
+                    .into_iter()
+                    .map(|(k, r)| (k.encode_utf16().collect(), r.value.unwrap_or(Value::Null)))
+                    .collect(),
+            ));
+        }
+        Ok(lists
+            .into_values()
+            .next()
+            .and_then(|r| r.value)
+            .unwrap_or(Value::Null))
+    }
+}
+
+/// A line of `sess diff` output: `{"seq":N,"tag":"base"|null,"ops":[...]}`.
+pub fn diff_record(seq: u64, base: bool, wire: Value) -> Vec<u8> {
+    let tag = if base {
+        Value::string("base")
+    } else {
+        Value::Null
+    };
+    Value::Object(vec![
+        ("seq".encode_utf16().collect(), Value::Number(seq as f64)),
+        ("tag".encode_utf16().collect(), tag),
+        ("ops".encode_utf16().collect(), wire),
+    ])
+    .to_json()
+}
+
+/// A line of `sess recover --states` or `--ops` output: `{"seq":N,"KEY":V}`.
+pub fn state_record(seq: Option<u64>, key: &str, v: Value) -> Vec<u8> {
+    let seq = seq.map_or(Value::Null, |s| Value::Number(s as f64));
+    Value::Object(vec![
+        ("seq".encode_utf16().collect(), seq),
+        (key.encode_utf16().collect(), v),
+    ])
+    .to_json()
 }

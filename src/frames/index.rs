@@ -82,7 +82,10 @@ impl Index {
     }
 
     /// Decodes the payload of an index frame (after its 8-byte skippable header), checking
-    /// its crc and that its entries lie, in order, before `index_offset`.
+    /// its crc and that it describes the bytes before it: its entries tile the file from
+    /// byte 0 to `index_offset`, one frame after the other, as sess writes them. An index
+    /// that does not (a file made by concatenating sess files keeps only the last one's
+    /// index, whose offsets start at that file's start) is not this file's.
     pub fn decode(payload: &[u8], index_offset: u64) -> Result<Index, IndexError> {
         let bad = |why: &str| Err(IndexError(why.to_string()));
         if payload.len() < HEAD_LEN + TRAILER_LEN || &payload[..8] != INDEX_MAGIC {
@@ -113,11 +116,17 @@ impl Index {
                 crc32: u32_at(payload, at + 20),
                 first_seq: (seq != i64::MIN).then_some(seq),
             };
-            if e.offset < next || e.offset + u64::from(e.compressed) > index_offset {
-                return bad("index entry points outside the frames before it");
+            if e.offset != next {
+                return bad("index entries do not follow one another from the start of the file");
             }
-            next = e.offset + u64::from(e.compressed);
+            next = match e.offset.checked_add(u64::from(e.compressed)) {
+                Some(end) if end <= index_offset => end,
+                _ => return bad("index entry points outside the frames before it"),
+            };
             entries.push(e);
+        }
+        if next != index_offset {
+            return bad("the index does not describe the bytes before it (a concatenated file?)");
         }
         Ok(Index { entries })
     }
@@ -216,6 +225,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn rejects_an_index_that_does_not_tile_the_file() {
+        // Two files concatenated: the trailing index is the second one's.
+        let mut file = vec![0u8; 150];
+        file.extend(vec![0u8; 150]);
+        file.extend(sample().encode());
+        let r = Index::read_from(&mut std::io::Cursor::new(&file))
+            .unwrap()
+            .unwrap();
+        assert!(r.unwrap_err().0.contains("concatenated"));
+        // A gap between entries.
+        let mut gappy = sample();
+        gappy.entries[1].offset = 101;
+        let mut file = vec![0u8; 151];
+        file.extend(gappy.encode());
+        let r = Index::read_from(&mut std::io::Cursor::new(&file))
+            .unwrap()
+            .unwrap();
+        assert!(r.is_err());
+        // An entry whose end overflows u64.
+        let mut huge = sample();
+        huge.entries[1].offset = u64::MAX - 10;
+        let mut file = vec![0u8; 150];
+        file.extend(huge.encode());
+        let r = Index::read_from(&mut std::io::Cursor::new(&file))
+            .unwrap()
+            .unwrap();
+        assert!(r.is_err());
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! content checksum, and an index of them (crc32 per frame) in a zstd skippable frame.
 //! `docs/FORMAT.md` describes it for readers outside sess.
 
+pub mod audit;
+pub mod decode;
 pub mod index;
 pub mod reader;
-pub mod repair;
 pub mod seek;
 pub mod walk;
 pub mod writer;

@@ -7,6 +7,7 @@
 //! lines early; damage found later in such a frame is then an error in every mode.)
 
 use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
 
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
 
@@ -32,6 +33,18 @@ pub enum Recovery {
     SkipCorrupt,
 }
 
+/// What a reader found in its input, shared with whoever opened it (`verify` reports it).
+#[derive(Debug, Default)]
+pub struct Health {
+    /// zstd frames that decoded whole.
+    pub frames: u64,
+    /// Of those, frames written without a content checksum (`zstd --no-check`): their
+    /// lines could not be verified.
+    pub unchecked: u64,
+    /// Every warning given, also printed on stderr.
+    pub notices: Vec<String>,
+}
+
 pub struct FrameReader<R: Read> {
     src: R,
     name: String,
@@ -53,8 +66,9 @@ pub struct FrameReader<R: Read> {
     frame_start: Option<u64>,
     released_unverified: bool,
     done: bool,
-    /// Every warning given, also printed on stderr.
-    notices: Vec<String>,
+    /// Whether the frame being decoded has a content checksum.
+    checked: bool,
+    health: Arc<Mutex<Health>>,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -80,7 +94,8 @@ impl<R: Read> FrameReader<R> {
             frame_start: None,
             released_unverified: false,
             done: false,
-            notices: Vec::new(),
+            checked: true,
+            health: Arc::default(),
         }
     }
 
@@ -90,12 +105,21 @@ impl<R: Read> FrameReader<R> {
 
     fn warn(&mut self, msg: &str) {
         eprintln!("sess: warning: {}: {msg}", self.name);
-        self.notices.push(msg.to_string());
+        self.health().notices.push(msg.to_string());
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the reader has found so far, shared: it keeps being updated as reading goes on.
+    pub fn health_handle(&self) -> Arc<Mutex<Health>> {
+        Arc::clone(&self.health)
     }
 
     /// The warnings given so far (damage tolerated or skipped).
-    pub fn notices(&self) -> &[String] {
-        &self.notices
+    pub fn notices(&self) -> Vec<String> {
+        self.health().notices.clone()
     }
 
     /// Reads more input after `end`, keeping everything from `keep` (an index into `buf`).
@@ -110,7 +134,7 @@ impl<R: Read> FrameReader<R> {
             let grown = self.buf.len() * 2;
             self.buf.resize(grown, 0);
         }
-        match crate::io::read_some(&mut self.src, &mut self.buf[self.end..])? {
+        match crate::io::read::read_some(&mut self.src, &mut self.buf[self.end..])? {
             0 => self.eof = true,
             n => self.end += n,
         }
@@ -151,6 +175,8 @@ impl<R: Read> FrameReader<R> {
         }
         let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
         if magic == ZSTD_MAGIC {
+            // Frame header descriptor bit 2: the content checksum flag (RFC 8878 3.1.1.1.1).
+            self.checked = have < 5 || head[4] & 0x04 != 0;
             self.dctx
                 .reset(ResetDirective::SessionOnly)
                 .map_err(|c| invalid(format!("zstd: {}", zstd::zstd_safe::get_error_name(c))))?;
@@ -213,7 +239,8 @@ impl<R: Read> FrameReader<R> {
                 self.damage(at, &why)
             }
             Ok(0) => {
-                // The frame is complete and its checksum matched.
+                // The frame is complete and its checksum, if it has one, matched.
+                self.frame_done(at);
                 self.ready = std::mem::take(&mut self.hold);
                 self.ready_pos = 0;
                 self.frame_start = None;
@@ -236,6 +263,23 @@ impl<R: Read> FrameReader<R> {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Counts a frame that decoded whole, and warns once about frames without a checksum.
+    fn frame_done(&mut self, at: u64) {
+        let unchecked = {
+            let mut h = self.health();
+            h.frames += 1;
+            h.unchecked += u64::from(!self.checked);
+            h.unchecked
+        };
+        if !self.checked && unchecked == 1 {
+            self.warn(&format!(
+                "the zstd frame at byte {at} has no content checksum (written with --no-check?): \
+                 its lines are UNVERIFIED, a damaged byte in it would go unnoticed; later such \
+                 frames are not reported one by one"
+            ));
         }
     }
 

@@ -1,11 +1,15 @@
-//! Random access to the frames of a clean file: from its index when it has a good one, else
-//! by walking the frame headers. `cat --tail` and `cat --seq` use it to decode only the
-//! frames they need.
+//! Random access to the frames of a clean file: from its index when it has one that
+//! describes the file, else by walking the frame headers. `cat --tail` and `cat --seq` use
+//! it to decode only the frames they need. Frames are decoded as streams, each verified by
+//! its checksum before its lines go out, so memory stays at [`super::reader::HOLD_LIMIT`]
+//! plus a line, whatever a frame decompresses to.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
 
 use super::index::Index;
+use super::reader::{FrameReader, Recovery};
 use super::walk::{self, End, Kind};
 
 /// A data frame: where it is, and the seq of its first event when the index knows it.
@@ -16,12 +20,62 @@ pub struct FrameRef {
     pub first_seq: Option<i64>,
 }
 
-/// The data frames of `f`, or `None` when the file is not clean (torn, damaged, or with a
-/// damaged index): such a file is read from the start, where recovery applies.
-pub fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
-    let len = f.metadata()?.len();
-    match Index::read_from(f)? {
-        Some(Ok((index, _))) => Ok(Some(
+/// A compressed file whose frames are known without reading it through.
+pub struct Seekable {
+    file: File,
+    name: String,
+    frames: Vec<FrameRef>,
+}
+
+impl Seekable {
+    /// `None` when `path` is not a compressed file, or not a clean one (torn, damaged): such
+    /// a file is read from the start, where recovery applies.
+    pub fn open(path: &Path) -> io::Result<Option<Seekable>> {
+        let mut file = File::open(path)?;
+        let mut head = [0u8; 4];
+        let n = crate::io::read::read_full(&mut file, &mut head)?;
+        if !walk::is_zstd(&head[..n]) {
+            return Ok(None);
+        }
+        Ok(data_frames(&mut file)?.map(|frames| Seekable {
+            file,
+            name: path.display().to_string(),
+            frames,
+        }))
+    }
+
+    /// The file's name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn frames(&self) -> &[FrameRef] {
+        &self.frames
+    }
+
+    /// The first frame that can hold an event with seq `from`: the last one whose first seq
+    /// is at or before it (seq only rises), or the first frame when the index does not say.
+    pub fn first_frame_for_seq(&self, from: i64) -> usize {
+        self.frames
+            .iter()
+            .rposition(|f| f.first_seq.is_some_and(|s| s <= from))
+            .unwrap_or(0)
+    }
+
+    /// The decompressed bytes of frame `k`, released only once its checksum has passed. Any
+    /// damage is an error.
+    pub fn frame(&mut self, k: usize) -> io::Result<impl Read + '_> {
+        let frame = self.frames[k];
+        self.file.seek(SeekFrom::Start(frame.offset))?;
+        let bytes = (&mut self.file).take(frame.len);
+        Ok(FrameReader::new(bytes, &self.name, Recovery::Absolute))
+    }
+}
+
+/// The data frames of `f`, or `None` when the file is not clean.
+fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
+    if let Some(Ok((index, _))) = Index::read_from(f)? {
+        return Ok(Some(
             index
                 .entries
                 .iter()
@@ -31,37 +85,23 @@ pub fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
                     first_seq: e.first_seq,
                 })
                 .collect(),
-        )),
-        Some(Err(_)) => Ok(None),
-        None => {
-            let (spans, end) = walk::walk(f, 0, len)?;
-            if end != End::Clean {
-                return Ok(None);
-            }
-            Ok(Some(
-                spans
-                    .iter()
-                    .filter(|s| matches!(s.kind, Kind::Zstd { .. }))
-                    .map(|s| FrameRef {
-                        offset: s.offset,
-                        len: s.len,
-                        first_seq: None,
-                    })
-                    .collect(),
-            ))
-        }
+        ));
     }
-}
-
-/// Decodes one frame, checking its content checksum.
-pub fn decode(f: &mut File, frame: &FrameRef) -> io::Result<Vec<u8>> {
-    let mut bytes = vec![0u8; usize::try_from(frame.len).map_err(io::Error::other)?];
-    f.seek(SeekFrom::Start(frame.offset))?;
-    f.read_exact(&mut bytes)?;
-    zstd::decode_all(&bytes[..]).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("the frame at byte {} does not decode: {e}", frame.offset),
-        )
-    })
+    // No index, or one that does not describe this file: the frame headers tell.
+    let len = f.metadata()?.len();
+    let (spans, end) = walk::walk(f, 0, len)?;
+    if end != End::Clean {
+        return Ok(None);
+    }
+    Ok(Some(
+        spans
+            .iter()
+            .filter(|s| matches!(s.kind, Kind::Zstd { .. }))
+            .map(|s| FrameRef {
+                offset: s.offset,
+                len: s.len,
+                first_seq: None,
+            })
+            .collect(),
+    ))
 }

@@ -33,6 +33,26 @@ pub enum End {
     Garbage { offset: u64, why: String },
 }
 
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Clean => f.write_str("every byte belongs to a frame"),
+            End::Torn { offset } => write!(f, "the file ends inside the frame at byte {offset}"),
+            End::Garbage { offset, why } => {
+                write!(f, "the bytes at {offset} are not a frame ({why})")
+            }
+        }
+    }
+}
+
+/// Whether a zstd frame (or a zstd skippable frame) starts these bytes.
+pub fn is_zstd(head: &[u8]) -> bool {
+    head.len() >= 4 && {
+        let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+        magic == ZSTD_MAGIC || is_skippable(magic)
+    }
+}
+
 pub fn is_skippable(magic: u32) -> bool {
     magic & 0xFFFF_FFF0 == SKIPPABLE_MAGIC & 0xFFFF_FFF0
 }
@@ -64,7 +84,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
     };
     f.seek(SeekFrom::Start(at))?;
     let mut head = [0u8; 8];
-    let have = crate::io::read_full(f, &mut head)?;
+    let have = crate::io::read::read_full(f, &mut head)?;
     if have < 4 {
         // The start of a magic number is a frame cut short; anything else is not a frame.
         let prefix = &head[..have];
@@ -115,7 +135,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
     loop {
         let mut bh = [0u8; 3];
         f.seek(SeekFrom::Start(pos))?;
-        if pos + 3 > len || crate::io::read_full(f, &mut bh)? < 3 {
+        if pos + 3 > len || crate::io::read::read_full(f, &mut bh)? < 3 {
             return Ok(torn);
         }
         let h = u32::from(bh[0]) | u32::from(bh[1]) << 8 | u32::from(bh[2]) << 16;

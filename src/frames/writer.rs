@@ -1,8 +1,7 @@
 //! Writes JSONL as independent zstd frames, each holding whole lines and the content
 //! checksum, followed by the frame index. Stock `zstd -dc` reads the result as plain JSONL.
 
-use std::io::{self, Write};
-use std::time::{Duration, Instant};
+use std::io::{self, Read, Write};
 
 use zstd::stream::raw::CParameter;
 
@@ -50,10 +49,6 @@ pub struct FrameWriter<W: Write> {
     pending: Vec<u8>,
     zbuf: Vec<u8>,
     ledger: Ledger,
-    /// When the oldest pending line arrived: the window opens then and does not reset.
-    opened: Option<Instant>,
-    /// Frames written since the caller last asked (for `--fsync`).
-    unsynced: bool,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -68,23 +63,16 @@ impl<W: Write> FrameWriter<W> {
             pending: Vec::new(),
             zbuf: Vec::new(),
             ledger: Ledger::default(),
-            opened: None,
-            unsynced: false,
         })
     }
 
-    /// When the pending frame must be flushed, given the window length.
-    pub fn deadline(&self, window: Duration) -> Option<Instant> {
-        self.opened.map(|t| t + window)
+    pub fn get_ref(&self) -> &W {
+        &self.out
     }
 
-    /// Whether a frame was written since the last call (and forgets it).
-    pub fn take_written(&mut self) -> bool {
-        std::mem::take(&mut self.unsynced)
-    }
-
-    pub fn get_mut(&mut self) -> &mut W {
-        &mut self.out
+    /// Frames written so far.
+    pub fn frames_written(&self) -> usize {
+        self.ledger.index.entries.len()
     }
 
     /// Writes every complete pending line as one frame.
@@ -95,16 +83,31 @@ impl<W: Write> FrameWriter<W> {
         Ok(())
     }
 
-    /// Appends a frame compressed elsewhere (by an earlier writer) as it is, after writing
-    /// every pending line as its own frame. `plain` is its content.
-    pub fn write_raw_frame(&mut self, compressed: &[u8], plain: &[u8]) -> io::Result<()> {
+    /// Copies a frame compressed elsewhere (by an earlier writer) as it is, after writing
+    /// every pending line as its own frame: `len` bytes from `src`, streamed. `meta` says
+    /// what the frame holds (its caller has decoded it to check it).
+    pub fn copy_frame<R: Read>(
+        &mut self,
+        src: &mut R,
+        len: u64,
+        meta: FrameMeta,
+    ) -> io::Result<()> {
         if !self.pending.is_empty() {
             let n = self.pending.len();
             self.emit(n)?;
         }
-        self.out.write_all(compressed)?;
-        self.unsynced = true;
-        self.ledger.record(compressed, plain)
+        let mut crc = crc32fast::Hasher::new();
+        let mut left = len;
+        let mut buf = vec![0u8; 64 * 1024];
+        while left > 0 {
+            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            src.read_exact(&mut buf[..want])?;
+            crc.update(&buf[..want]);
+            self.out.write_all(&buf[..want])?;
+            left -= want as u64;
+        }
+        self.out.flush()?;
+        self.ledger.push(len, crc.finalize(), meta)
     }
 
     /// Writes what is pending (a last line without newline included) and the index.
@@ -127,10 +130,11 @@ impl<W: Write> FrameWriter<W> {
         self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
         self.compressor.compress_to_buffer(data, &mut self.zbuf)?;
         self.out.write_all(&self.zbuf)?;
+        // A frame is written whole, and at once: never left in a buffer below, where a
+        // quiet stream would keep it from the file.
+        self.out.flush()?;
         self.ledger.record(&self.zbuf, &self.pending[..n])?;
-        self.unsynced = true;
         self.pending.drain(..n);
-        self.opened = (!self.pending.is_empty()).then(Instant::now);
         Ok(())
     }
 }
@@ -142,37 +146,65 @@ struct Ledger {
     offset: u64,
 }
 
-impl Ledger {
-    /// Adds the index entry of a frame just written.
-    fn record(&mut self, compressed: &[u8], plain: &[u8]) -> io::Result<()> {
+/// What a frame holds, for its index entry.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrameMeta {
+    pub uncompressed: u64,
+    pub lines: u64,
+    pub first_seq: Option<i64>,
+}
+
+impl FrameMeta {
+    /// Measures a frame's content.
+    pub fn of(plain: &[u8]) -> FrameMeta {
         let lines = memchr::memchr_iter(b'\n', plain).count()
             + usize::from(plain.last().is_some_and(|&b| b != b'\n'));
         let first_line = plain.split(|&b| b == b'\n').next().unwrap_or_default();
-        let first_seq = json::field(first_line, "seq")
-            .or_else(|| json::field(first_line, "seq0"))
-            .and_then(json::safe_integer);
+        FrameMeta {
+            uncompressed: plain.len() as u64,
+            lines: lines as u64,
+            first_seq: first_seq(first_line),
+        }
+    }
+}
+
+/// The seq of a line, as the index records it: its `seq`, or `seq0` for a row.
+pub fn first_seq(line: &[u8]) -> Option<i64> {
+    json::field(line, "seq")
+        .or_else(|| json::field(line, "seq0"))
+        .and_then(json::safe_integer)
+}
+
+impl Ledger {
+    /// Adds the index entry of a frame just written.
+    fn record(&mut self, compressed: &[u8], plain: &[u8]) -> io::Result<()> {
+        self.push(
+            compressed.len() as u64,
+            crc32fast::hash(compressed),
+            FrameMeta::of(plain),
+        )
+    }
+
+    fn push(&mut self, compressed: u64, crc32: u32, meta: FrameMeta) -> io::Result<()> {
         self.index.entries.push(Entry {
             offset: self.offset,
-            compressed: to_u32(compressed.len())?,
-            uncompressed: to_u32(plain.len())?,
-            lines: to_u32(lines)?,
-            crc32: crc32fast::hash(compressed),
-            first_seq,
+            compressed: to_u32(compressed)?,
+            uncompressed: to_u32(meta.uncompressed)?,
+            lines: to_u32(meta.lines)?,
+            crc32,
+            first_seq: meta.first_seq,
         });
-        self.offset += compressed.len() as u64;
+        self.offset += compressed;
         Ok(())
     }
 }
 
-fn to_u32(n: usize) -> io::Result<u32> {
+fn to_u32(n: u64) -> io::Result<u32> {
     u32::try_from(n).map_err(|_| io::Error::other("a frame larger than 4 GiB"))
 }
 
 impl<W: Write> Write for FrameWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.opened.is_none() && !buf.is_empty() {
-            self.opened = Some(Instant::now());
-        }
         self.pending.extend_from_slice(buf);
         // DSH's layout keeps the header line alone in the first frame.
         if self.opts.layout == Layout::Dsh

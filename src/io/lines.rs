@@ -17,8 +17,47 @@ pub struct Line<'a> {
     pub number: u64,
     /// Byte offset of the line's first byte within the (decompressed) input.
     pub offset: u64,
-    /// False only for a last line that ended without `\n` (a torn line).
-    pub terminated: bool,
+    pub ending: Ending,
+}
+
+/// How a line ends. Only the last line of an input can lack its newline, and the policy for
+/// such a line is decided here, once, for every command (`docs/FORMAT.md`, "A last line
+/// without a newline"):
+///
+/// - one that is a whole JSON value is a complete record whose newline was never written:
+///   readers keep it (adding the newline), `pack` keeps it as it is;
+/// - one that is not is a torn write: readers drop it with a warning, `pack` and `unpack`
+///   keep its bytes (so the round trip stays byte-exact), `verify` reports it and `repair`
+///   removes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Newline,
+    /// No newline, but one whole JSON value.
+    Unterminated,
+    /// No newline, and not one whole JSON value.
+    Torn,
+}
+
+impl Line<'_> {
+    /// Whether the line ended with `\n` in the input.
+    pub fn terminated(&self) -> bool {
+        self.ending == Ending::Newline
+    }
+
+    /// Whether the line is a torn write (a last line without newline that is not JSON).
+    pub fn is_torn(&self) -> bool {
+        self.ending == Ending::Torn
+    }
+
+    /// Whether the line is a record: everything but a torn last line.
+    pub fn is_record(&self) -> bool {
+        !self.is_torn()
+    }
+
+    /// `file:line`, for messages.
+    pub fn place(&self, name: &str) -> String {
+        format!("{name}:{}", self.number)
+    }
 }
 
 pub struct LineReader<R> {
@@ -58,7 +97,7 @@ impl<R: Read> LineReader<R> {
         loop {
             if let Some(k) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let nl = self.scanned + k;
-                return Ok(Some(self.take(nl, nl + 1, true)));
+                return Ok(Some(self.take(nl, nl + 1, Ending::Newline)));
             }
             self.scanned = self.end;
             if self.eof {
@@ -66,13 +105,17 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 let end = self.end;
-                return Ok(Some(self.take(end, end, false)));
+                let ending = match crate::json::validate(&self.buf[self.start..end]) {
+                    Ok(()) => Ending::Unterminated,
+                    Err(_) => Ending::Torn,
+                };
+                return Ok(Some(self.take(end, end, ending)));
             }
             self.fill()?;
         }
     }
 
-    fn take(&mut self, line_end: usize, next: usize, terminated: bool) -> Line<'_> {
+    fn take(&mut self, line_end: usize, next: usize, ending: Ending) -> Line<'_> {
         let start = self.start;
         self.start = next;
         self.scanned = next;
@@ -83,7 +126,7 @@ impl<R: Read> LineReader<R> {
             bytes: &self.buf[start..line_end],
             number: self.number,
             offset,
-            terminated,
+            ending,
         }
     }
 
@@ -100,7 +143,7 @@ impl<R: Read> LineReader<R> {
                 self.buf.resize(grown, 0);
             }
         }
-        match super::read_some(&mut self.inner, &mut self.buf[self.end..])? {
+        match super::read::read_some(&mut self.inner, &mut self.buf[self.end..])? {
             0 => self.eof = true,
             n => self.end += n,
         }
@@ -127,11 +170,11 @@ mod tests {
         }
     }
 
-    fn collect(data: &[u8], step: usize) -> Vec<(Vec<u8>, u64, u64, bool)> {
+    fn collect(data: &[u8], step: usize) -> Vec<(Vec<u8>, u64, u64, Ending)> {
         let mut r = LineReader::new(Trickle { data, step });
         let mut out = Vec::new();
         while let Some(l) = r.next_line().unwrap() {
-            out.push((l.bytes.to_vec(), l.number, l.offset, l.terminated));
+            out.push((l.bytes.to_vec(), l.number, l.offset, l.ending));
         }
         out
     }
@@ -143,19 +186,21 @@ mod tests {
             assert_eq!(
                 got,
                 vec![
-                    (b"a\r".to_vec(), 1, 0, true),
-                    (b"".to_vec(), 2, 3, true),
-                    (b"bc".to_vec(), 3, 4, true),
-                    (b"last".to_vec(), 4, 7, false),
+                    (b"a\r".to_vec(), 1, 0, Ending::Newline),
+                    (b"".to_vec(), 2, 3, Ending::Newline),
+                    (b"bc".to_vec(), 3, 4, Ending::Newline),
+                    (b"last".to_vec(), 4, 7, Ending::Torn),
                 ]
             );
         }
+        let got = collect(b"1\n{\"a\":[1]} ", 2);
+        assert_eq!(got[1].3, Ending::Unterminated);
     }
 
     #[test]
     fn empty_input_has_no_lines() {
         assert!(collect(b"", 7).is_empty());
-        assert_eq!(collect(b"\n", 7), vec![(vec![], 1, 0, true)]);
+        assert_eq!(collect(b"\n", 7), vec![(vec![], 1, 0, Ending::Newline)]);
     }
 
     #[test]

@@ -1,79 +1,137 @@
-//! Where output goes: stdout, or a file written atomically.
+//! Where output goes: stdout, or the file `-o` names.
 //!
-//! A file is written to a temporary file in the same directory and renamed over the target
-//! only when the command succeeds, so an error never leaves a half-written output.
+//! - A regular file (or a path that does not exist yet) is written to a temporary file
+//!   beside it and renamed over it only when the command succeeds ([`Sink::finish`]), so an
+//!   error or a signal never leaves a half-written output: dropping an unfinished sink, or
+//!   a SIGINT/SIGTERM/SIGHUP, removes the temporary file.
+//! - A symbolic link is followed: its target is replaced, atomically, and the link stays.
+//! - A device, FIFO or socket (`-o /dev/null`, a named pipe with a reader) is written
+//!   through: no temporary file, no rename.
+//! - A file that is also an input is refused: renaming over it would read and replace it
+//!   at once.
+//!
+//! A streaming sink ([`Sink::streaming`]) writes the file where it stands, because every
+//! frame flushed must survive a crash. It takes an exclusive lock on the file, so two
+//! writers cannot interleave, and creates (or truncates) it only when the first bytes are
+//! ready, so an input that fails at once leaves an existing file untouched.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use tempfile::NamedTempFile;
+
+use super::signals::{self, TempGuard};
 
 const BUFFER: usize = 256 * 1024;
 
 enum Target {
     Stdout(BufWriter<io::StdoutLock<'static>>),
-    File {
-        writer: BufWriter<NamedTempFile>,
+    Atomic {
+        writer: BufWriter<File>,
+        temp: tempfile::TempPath,
+        _guard: TempGuard,
+        /// The file the temporary file replaces (a symlink's target).
         path: PathBuf,
     },
-    /// Written where it stands, for streams whose every flushed frame must survive a crash.
-    InPlace(BufWriter<File>),
+    Direct(BufWriter<File>),
+    InPlace(InPlace),
 }
 
-/// An output that must be finished with [`Sink::finish`]. Dropping it unfinished discards a
-/// file output (the temporary file is removed) and leaves the target untouched.
+/// An output that must be finished with [`Sink::finish`]. Dropping it unfinished leaves the
+/// target as it was (for a file written through a temporary file).
 pub struct Sink {
     target: Target,
+    /// The name used in messages: `stdout`, or the path as given.
+    name: String,
 }
 
 impl Sink {
-    /// `None` or `-` is stdout.
-    pub fn open(path: Option<&Path>) -> Result<Sink> {
-        let target = match path {
-            None => Target::Stdout(BufWriter::with_capacity(BUFFER, io::stdout().lock())),
-            Some(p) if p.as_os_str() == "-" => {
-                Target::Stdout(BufWriter::with_capacity(BUFFER, io::stdout().lock()))
-            }
-            Some(p) => {
-                let dir = match p.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d,
-                    _ => Path::new("."),
-                };
-                let temp = tempfile::Builder::new()
-                    .prefix(".sess-")
-                    .suffix(".tmp")
-                    .tempfile_in(dir)
-                    .with_context(|| format!("{}: cannot create a temporary file", p.display()))?;
-                // A temporary file is private (0600); the output gets the target's
-                // permissions, or the usual 0644 for a new file.
-                let perms = std::fs::metadata(p)
-                    .map(|m| m.permissions())
-                    .ok()
-                    .or_else(new_file_permissions);
-                if let Some(perms) = perms {
-                    temp.as_file()
-                        .set_permissions(perms)
-                        .with_context(|| format!("{}: cannot set permissions", p.display()))?;
-                }
-                Target::File {
-                    writer: BufWriter::with_capacity(BUFFER, temp),
-                    path: p.to_path_buf(),
-                }
-            }
-        };
-        Ok(Sink { target })
+    /// Stdout.
+    pub fn stdout() -> Sink {
+        Sink {
+            target: Target::Stdout(BufWriter::with_capacity(BUFFER, io::stdout().lock())),
+            name: "stdout".into(),
+        }
     }
 
-    /// Writes `path` in place rather than through a temporary file: what has been flushed is
-    /// on disk even if the process dies. For streaming, where each frame must survive a crash
-    /// (an atomic rename would only happen at the end).
-    pub fn open_in_place(path: &Path) -> Result<Sink> {
-        let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+    /// `None` or `-` is stdout. `inputs` are the files read, which the output must not be.
+    pub fn open(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Sink> {
+        let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
+            return Ok(Sink::stdout());
+        };
+        let name = p.display().to_string();
+        let real = resolve_links(p).with_context(|| format!("{name}: cannot follow the link"))?;
+        let meta = fs::metadata(&real).ok();
+        if let Some(m) = &meta {
+            check_target(&name, m, inputs)?;
+            if !m.is_file() {
+                return Ok(Sink {
+                    target: Target::Direct(BufWriter::with_capacity(BUFFER, open_direct(p)?)),
+                    name,
+                });
+            }
+        }
+        let (file, temp) = temp_beside(&real, meta.as_ref())
+            .with_context(|| format!("{name}: cannot create a temporary file beside it"))?;
+        let guard = signals::guard_temp(temp.to_path_buf());
         Ok(Sink {
-            target: Target::InPlace(BufWriter::with_capacity(BUFFER, f)),
+            target: Target::Atomic {
+                writer: BufWriter::with_capacity(BUFFER, file),
+                temp,
+                _guard: guard,
+                path: real,
+            },
+            name,
         })
+    }
+
+    /// A file written in place for a stream (see the module docs); `None` or `-` is stdout.
+    /// With `fsync`, every flush also syncs the file's data to disk.
+    pub fn streaming(path: Option<&Path>, inputs: &[PathBuf], fsync: bool) -> Result<Sink> {
+        let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
+            return Ok(Sink::stdout());
+        };
+        let name = p.display().to_string();
+        let real = resolve_links(p).with_context(|| format!("{name}: cannot follow the link"))?;
+        let meta = fs::metadata(&real).ok();
+        if let Some(m) = &meta {
+            check_target(&name, m, inputs)?;
+            if !m.is_file() {
+                return Ok(Sink {
+                    target: Target::Direct(BufWriter::with_capacity(BUFFER, open_direct(p)?)),
+                    name,
+                });
+            }
+        }
+        let mut in_place = InPlace {
+            path: real,
+            file: None,
+            truncated: false,
+            fsync,
+        };
+        // An existing file is locked now, so a second writer fails before it reads anything.
+        if meta.is_some() {
+            in_place.lock().with_context(|| name.clone())?;
+        }
+        Ok(Sink {
+            target: Target::InPlace(in_place),
+            name,
+        })
+    }
+
+    /// Whether the output has been touched: false only for a streaming file that no bytes
+    /// have reached yet (it is then as it was before the command ran).
+    pub fn touched(&self) -> bool {
+        match &self.target {
+            Target::InPlace(w) => w.truncated,
+            _ => true,
+        }
+    }
+
+    /// The name of the output in messages.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Refuses binary output to a terminal, as zstd does.
@@ -86,73 +144,218 @@ impl Sink {
 
     /// Flushes and, for a file, syncs and renames it into place.
     pub fn finish(self) -> Result<()> {
+        let name = self.name;
+        let cannot = |what: &str| format!("{name}: cannot {what}");
         match self.target {
             Target::Stdout(mut w) => w.flush().context("cannot write to stdout"),
-            Target::File { writer, path } => {
-                let temp = writer
+            Target::Direct(mut w) => w.flush().with_context(|| cannot("write")),
+            Target::Atomic {
+                writer,
+                temp,
+                _guard,
+                path,
+            } => {
+                let file = writer
                     .into_inner()
                     .map_err(|e| e.into_error())
-                    .with_context(|| format!("{}: cannot write", path.display()))?;
-                temp.as_file()
-                    .sync_all()
-                    .with_context(|| format!("{}: cannot sync", path.display()))?;
+                    .with_context(|| cannot("write"))?;
+                file.sync_all().with_context(|| cannot("sync"))?;
                 temp.persist(&path)
                     .map_err(|e| e.error)
-                    .with_context(|| format!("{}: cannot rename into place", path.display()))?;
+                    .with_context(|| cannot("rename the temporary file into place"))?;
+                sync_dir(&path);
                 Ok(())
             }
             Target::InPlace(mut w) => {
-                w.flush().context("cannot write the output")?;
-                w.get_ref().sync_all().context("cannot sync the output")
+                let f = w.open().with_context(|| cannot("open"))?;
+                f.sync_all().with_context(|| cannot("sync"))
             }
         }
     }
 
-    /// The file underneath, for callers that need to sync a frame as they go.
-    pub fn file(&mut self) -> Option<&File> {
+    fn raw(&mut self) -> &mut dyn Write {
         match &mut self.target {
-            Target::Stdout(_) => None,
-            Target::File { writer, .. } => Some(writer.get_ref().as_file()),
-            Target::InPlace(w) => Some(w.get_ref()),
+            Target::Stdout(w) => w,
+            Target::Atomic { writer, .. } => writer,
+            Target::Direct(w) => w,
+            Target::InPlace(w) => w,
         }
+    }
+
+    /// Names the output in a write error, keeping its kind (a closed pipe stays one).
+    fn named(&self, e: io::Error) -> io::Error {
+        let what = if matches!(self.target, Target::Stdout(_)) {
+            "cannot write to stdout".to_string()
+        } else {
+            format!("{}: cannot write", self.name)
+        };
+        io::Error::new(e.kind(), format!("{what}: {e}"))
     }
 }
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.target {
-            Target::Stdout(w) => w.write(buf),
-            Target::File { writer, .. } => writer.write(buf),
-            Target::InPlace(w) => w.write(buf),
-        }
+        self.raw().write(buf).map_err(|e| self.named(e))
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match &mut self.target {
-            Target::Stdout(w) => w.write_all(buf),
-            Target::File { writer, .. } => writer.write_all(buf),
-            Target::InPlace(w) => w.write_all(buf),
-        }
+        self.raw().write_all(buf).map_err(|e| self.named(e))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.target {
-            Target::Stdout(w) => w.flush(),
-            Target::File { writer, .. } => writer.flush(),
-            Target::InPlace(w) => w.flush(),
+        self.raw().flush().map_err(|e| self.named(e))
+    }
+}
+
+/// A file written where it stands, created, locked and truncated at the first write.
+struct InPlace {
+    path: PathBuf,
+    file: Option<File>,
+    truncated: bool,
+    fsync: bool,
+}
+
+impl InPlace {
+    /// Opens the file without truncating it and takes the lock.
+    fn lock(&mut self) -> io::Result<()> {
+        if self.file.is_some() {
+            return Ok(());
+        }
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "another process is writing this file (it holds a lock on it); choose \
+                     another output",
+                ));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+        self.file = Some(f);
+        Ok(())
+    }
+
+    /// Locks and truncates, once: the first bytes are ready.
+    fn open(&mut self) -> io::Result<&File> {
+        self.lock()?;
+        let f = self.file.as_ref().expect("locked above");
+        if !self.truncated {
+            f.set_len(0)?;
+            self.truncated = true;
+        }
+        Ok(f)
+    }
+}
+
+impl Write for InPlace {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut f = self.open()?;
+        f.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &self.file {
+            Some(f) if self.fsync && self.truncated => f.sync_data(),
+            _ => Ok(()),
         }
     }
 }
 
+/// Refuses a target that is a directory or one of the inputs.
+fn check_target(name: &str, target: &fs::Metadata, inputs: &[PathBuf]) -> Result<()> {
+    if target.is_dir() {
+        bail!("{name}: is a directory");
+    }
+    if target.is_file()
+        && inputs
+            .iter()
+            .filter_map(|i| fs::metadata(i).ok())
+            .any(|m| same_file(&m, target))
+    {
+        bail!(
+            "{name}: is also an input; write to another file (sess never reads and replaces \
+             a file at once)"
+        );
+    }
+    Ok(())
+}
+
 #[cfg(unix)]
-fn new_file_permissions() -> Option<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt;
-    Some(std::fs::Permissions::from_mode(0o644))
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 #[cfg(not(unix))]
-fn new_file_permissions() -> Option<std::fs::Permissions> {
-    None
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    a.len() == b.len()
+        && a.modified().ok() == b.modified().ok()
+        && a.created().ok() == b.created().ok()
+}
+
+/// A device or FIFO, opened for writing as it is.
+fn open_direct(p: &Path) -> Result<File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .with_context(|| format!("{}: cannot open for writing", p.display()))
+}
+
+/// Follows symbolic links to the file they name (which may not exist yet).
+fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// A temporary file in the target's directory, with the target's permissions (or, for a
+/// new file, 0666 less the umask, as any new file gets).
+fn temp_beside(
+    target: &Path,
+    meta: Option<&fs::Metadata>,
+) -> io::Result<(File, tempfile::TempPath)> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut b = tempfile::Builder::new();
+    b.prefix(".sess-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(fs::Permissions::from_mode(0o666));
+    }
+    let temp = b.tempfile_in(dir)?;
+    if let Some(m) = meta {
+        temp.as_file().set_permissions(m.permissions())?;
+    }
+    Ok(temp.into_parts())
+}
+
+/// Makes a rename durable. Best effort: not every file system lets a directory be synced.
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
 }
 
 /// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).

@@ -1,0 +1,212 @@
+//! Opens inputs: a file or stdin, plain or zstd (sniffed by magic), and reads them line by
+//! line. Knows nothing of JSON beyond the line layer's torn-line check.
+
+use std::fs::File;
+use std::io::{self, BufReader, IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::frames::reader::Health;
+pub use crate::frames::walk::is_zstd;
+use crate::frames::{FrameReader, Recovery};
+use crate::io::{Line, LineReader};
+
+/// Where bytes come from. `-` means stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    Path(PathBuf),
+}
+
+impl Input {
+    pub fn from_arg(arg: &Path) -> Input {
+        if arg.as_os_str() == "-" {
+            Input::Stdin
+        } else {
+            Input::Path(arg.to_path_buf())
+        }
+    }
+
+    /// The inputs named on a command line; none means stdin.
+    pub fn list(args: &[PathBuf]) -> Vec<Input> {
+        if args.is_empty() {
+            vec![Input::Stdin]
+        } else {
+            args.iter().map(|a| Input::from_arg(a)).collect()
+        }
+    }
+
+    /// The name used in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin => "<stdin>".to_string(),
+            Input::Path(p) => p.display().to_string(),
+        }
+    }
+
+    /// The files among `inputs`, which an output must not replace.
+    pub fn paths(inputs: &[Input]) -> Vec<PathBuf> {
+        inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::Path(p) => Some(p.clone()),
+                Input::Stdin => None,
+            })
+            .collect()
+    }
+}
+
+/// How the bytes of an input are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Plain,
+    Zstd,
+}
+
+/// Whether the file at `p` starts like a zstd stream.
+pub fn file_is_zstd(p: &Path) -> Result<bool> {
+    let mut head = [0u8; 4];
+    let n = File::open(p)
+        .and_then(|mut f| crate::io::read::read_full(&mut f, &mut head))
+        .with_context(|| format!("{}: cannot open", p.display()))?;
+    Ok(is_zstd(&head[..n]))
+}
+
+/// An opened input, yielding decompressed bytes.
+pub struct Source {
+    pub name: String,
+    pub compression: Compression,
+    pub reader: Box<dyn Read + Send>,
+    /// What the frame reader found, for a compressed input.
+    pub health: Option<Arc<Mutex<Health>>>,
+    progress: Option<ProgressBar>,
+}
+
+impl Source {
+    /// The progress bar drawn for this input, if any.
+    pub fn progress_bar(&self) -> Option<ProgressBar> {
+        self.progress.clone()
+    }
+}
+
+/// Options shared by every command that reads inputs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Never draw a progress bar.
+    pub quiet: bool,
+    /// What to do with damaged zstd input.
+    pub recovery: Recovery,
+}
+
+pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
+    let name = input.name();
+    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match input {
+        Input::Stdin => (Box::new(io::stdin()), None),
+        Input::Path(p) => {
+            let f = File::open(p).with_context(|| format!("{name}: cannot open"))?;
+            let meta = f
+                .metadata()
+                .with_context(|| format!("{name}: cannot open"))?;
+            if meta.is_dir() {
+                anyhow::bail!("{name}: is a directory");
+            }
+            let size = meta.is_file().then_some(meta.len());
+            (Box::new(f), size)
+        }
+    };
+    let progress = size.and_then(|len| progress_bar(len, &name, opts));
+    let raw: Box<dyn Read + Send> = match &progress {
+        Some(bar) => Box::new(bar.wrap_read(raw)),
+        None => raw,
+    };
+    let (head, raw) = peek(raw).with_context(|| format!("{name}: cannot read"))?;
+    let whole = io::Cursor::new(head.clone()).chain(raw);
+    let (compression, reader, health): (Compression, Box<dyn Read + Send>, _) = if is_zstd(&head) {
+        let frames = FrameReader::new(whole, &name, opts.recovery);
+        let health = frames.health_handle();
+        (Compression::Zstd, Box::new(frames), Some(health))
+    } else {
+        let buffered = BufReader::with_capacity(256 * 1024, whole);
+        (Compression::Plain, Box::new(buffered), None)
+    };
+    Ok(Source {
+        name,
+        compression,
+        reader,
+        health,
+        progress,
+    })
+}
+
+/// Whether a line visitor wants more lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    More,
+    Stop,
+}
+
+/// Calls `f` with every line of every input, in order, until it says [`Flow::Stop`]. `f`
+/// gets the input's name for messages. A read error names the input and the byte offset
+/// where reading stopped.
+pub fn each_line(
+    inputs: &[Input],
+    opts: OpenOptions,
+    mut f: impl FnMut(&str, Line<'_>) -> Result<Flow>,
+) -> Result<()> {
+    for input in inputs {
+        let src = open(input, opts)?;
+        if each_line_of(src, &mut f)? == Flow::Stop {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// [`each_line`] for one opened source.
+pub fn each_line_of(
+    src: Source,
+    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow>,
+) -> Result<Flow> {
+    let name = src.name.clone();
+    let bar = src.progress_bar();
+    let mut lines = LineReader::new(src.reader);
+    loop {
+        let offset = lines.offset();
+        let line = lines.next_line().with_context(|| {
+            format!("{name}: read error at byte offset {offset} (decompressed)")
+        })?;
+        let Some(line) = line else { break };
+        if f(&name, line)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(Flow::More)
+}
+
+/// Reads up to four bytes to sniff the format. A pipe may deliver them one at a time.
+fn peek(mut r: Box<dyn Read + Send>) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
+    let mut head = [0u8; 4];
+    let got = crate::io::read::read_full(&mut r, &mut head)?;
+    Ok((head[..got].to_vec(), r))
+}
+
+fn progress_bar(len: u64, name: &str, opts: OpenOptions) -> Option<ProgressBar> {
+    if opts.quiet || !io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(len);
+    let style = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+    )
+    .ok()?
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(name.to_string());
+    Some(bar)
+}

@@ -1,0 +1,319 @@
+//! Salvages a damaged or torn log, keeping every complete record and reporting the rest by
+//! byte range and line range.
+//!
+//! - A compressed log ([`salvage_zstd`]): every frame that decodes is copied as it is (not
+//!   recompressed); the complete lines of a torn final frame are compressed into a new
+//!   frame; a last line without a newline is kept with one added when it is a whole JSON
+//!   value, and dropped as torn when it is not; a new index is written.
+//! - A plain log ([`salvage_plain`]): every line that is one valid JSON value is kept byte
+//!   for byte (a last one without a newline gets one); the others are dropped.
+//!
+//! Every decode is a stream, so memory stays small whatever a frame holds.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use crate::frames::decode::{self, LineStats, Outcome};
+use crate::frames::index::Index;
+use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
+use crate::frames::writer::{self, FrameMeta, FrameWriter};
+use crate::io::{Ending, LineReader};
+use crate::json;
+
+/// A stretch of the input that could not be kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loss {
+    pub from: u64,
+    pub to: u64,
+    /// Lines of the original before the loss (exact while every earlier loss has a known
+    /// line count).
+    pub after_line: u64,
+    /// Lines lost, when known (the old index says, or the loss is one line).
+    pub lines: Option<u64>,
+    pub why: String,
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.after_line;
+        write!(f, "bytes {}..{} ({})", self.from, self.to, self.why)?;
+        match self.lines {
+            Some(0) => write!(f, ", no lines, after line {n}"),
+            Some(1) => write!(f, ": line {} of the original", n + 1),
+            Some(k) => write!(f, ": lines {}..{} of the original", n + 1, n + k),
+            None => write!(f, ": an unknown number of lines after line {n}"),
+        }
+    }
+}
+
+/// What a salvage kept and lost.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub frames_kept: u64,
+    pub lines_kept: u64,
+    /// Complete lines saved from a torn final frame (not covered by a checksum).
+    pub torn_lines_kept: u64,
+    /// Frames kept that have no content checksum, so nothing vouches for their bytes.
+    pub unchecked_frames: u64,
+    /// A last line without a newline that was kept, with the newline added.
+    pub newline_added: Option<u64>,
+    pub losses: Vec<Loss>,
+}
+
+impl Report {
+    /// Whether the input held something and none of it survived.
+    pub fn nothing_survived(&self) -> bool {
+        self.lines_kept == 0 && !self.losses.is_empty()
+    }
+}
+
+/// Copies every good frame of `f` into `out` and reports the rest.
+pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Result<Report> {
+    let len = f.metadata()?.len();
+    let old = match Index::read_from(f)? {
+        Some(Ok((index, _))) => Some(index),
+        _ => None,
+    };
+    let old_lines = |offset: u64| {
+        old.as_ref()
+            .and_then(|i| i.entries.iter().find(|e| e.offset == offset))
+            .map(|e| u64::from(e.lines))
+    };
+    let mut s = Salvage {
+        f,
+        len,
+        report: Report::default(),
+        line: 0,
+    };
+    let mut at = 0;
+    while at < len {
+        at = match walk::frame_at(s.f, at, len)? {
+            Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => at + span.len,
+            Ok(span) => {
+                s.frame(&span, old_lines(at), out)?;
+                at + span.len
+            }
+            Err(End::Torn { offset }) => {
+                s.torn(offset, out)?;
+                len
+            }
+            Err(End::Garbage { offset, why }) => {
+                let next = next_good_frame(s.f, offset + 1, len)?.unwrap_or(len);
+                s.lose(offset, next, None, why);
+                next
+            }
+            Err(End::Clean) => unreachable!("frame_at never reports a clean end"),
+        };
+    }
+    Ok(s.report)
+}
+
+struct Salvage<'f> {
+    f: &'f mut File,
+    len: u64,
+    report: Report,
+    /// Lines of the original read so far: kept, plus lost where the count is known.
+    line: u64,
+}
+
+impl Salvage<'_> {
+    fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
+        self.report.losses.push(Loss {
+            from,
+            to,
+            after_line: self.line,
+            lines,
+            why,
+        });
+        self.line += lines.unwrap_or(0);
+    }
+
+    fn keep(&mut self, lines: u64) {
+        self.report.lines_kept += lines;
+        self.line += lines;
+    }
+
+    /// A whole zstd frame: copied if it decodes (re-encoded if it ends inside a line),
+    /// reported lost if it does not.
+    fn frame<W: Write>(
+        &mut self,
+        span: &Span,
+        old_lines: Option<u64>,
+        out: &mut FrameWriter<W>,
+    ) -> io::Result<()> {
+        let mut stats = LineStats::default();
+        let outcome = decode::frame(&mut self.bytes(span.offset, span.len)?, |b| {
+            stats.add(b);
+            Ok(())
+        })?;
+        let why = match outcome {
+            Outcome::Complete => None,
+            Outcome::Damaged(why) => Some(why),
+            Outcome::Cut => Some("the frame ends early".to_string()),
+        };
+        if let Some(why) = why {
+            let to = span.offset + span.len;
+            self.lose(
+                span.offset,
+                to,
+                old_lines,
+                format!("the frame does not decode: {why}"),
+            );
+            return Ok(());
+        }
+        self.report.frames_kept += 1;
+        self.report.unchecked_frames +=
+            u64::from(matches!(span.kind, Kind::Zstd { checksum: false }));
+        if stats.has_partial_line() && self.is_last_data_frame(span.offset + span.len)? {
+            return self.reencode(span, &stats, out);
+        }
+        let meta = FrameMeta {
+            uncompressed: stats.bytes,
+            lines: stats.newlines + u64::from(stats.has_partial_line()),
+            first_seq: writer::first_seq(&stats.first_line),
+        };
+        out.copy_frame(&mut self.bytes(span.offset, span.len)?, span.len, meta)?;
+        self.keep(meta.lines);
+        Ok(())
+    }
+
+    /// The last frame ends inside its last line: its complete lines go into a new frame,
+    /// and the last line follows the torn-line rule.
+    fn reencode<W: Write>(
+        &mut self,
+        span: &Span,
+        stats: &LineStats,
+        out: &mut FrameWriter<W>,
+    ) -> io::Result<()> {
+        let mut written = 0u64;
+        let mut tail = Vec::new();
+        decode::frame(&mut self.bytes(span.offset, span.len)?, |b| {
+            let room = stats.complete.saturating_sub(written).min(b.len() as u64) as usize;
+            out.write_all(&b[..room])?;
+            tail.extend_from_slice(&b[room..]);
+            written += room as u64;
+            Ok(())
+        })?;
+        self.keep(stats.newlines);
+        let at = span.offset + span.len;
+        if json::validate(&tail).is_ok() {
+            out.write_all(&tail)?;
+            out.write_all(b"\n")?;
+            self.keep(1);
+            self.report.newline_added = Some(self.line);
+        } else {
+            let why = format!(
+                "a torn last line: {} byte(s) without a final newline that are not a JSON value",
+                tail.len()
+            );
+            self.lose(span.offset, at, Some(1), why);
+        }
+        out.flush_frame()
+    }
+
+    /// Whether no data frame (whole or torn) follows `from`.
+    fn is_last_data_frame(&mut self, mut from: u64) -> io::Result<bool> {
+        while from < self.len {
+            match walk::frame_at(self.f, from, self.len)? {
+                Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => from += span.len,
+                Ok(_) | Err(End::Torn { .. }) => return Ok(false),
+                Err(_) => return Ok(true),
+            }
+        }
+        Ok(true)
+    }
+
+    /// The file ends inside the frame at `offset`: keep the complete lines its bytes decode
+    /// to. Its last, partial line is cut by the tear, so it is lost whatever it looks like.
+    fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
+        let mut stats = LineStats::default();
+        let mut pending = Vec::new();
+        decode::frame(&mut self.bytes(offset, self.len - offset)?, |b| {
+            stats.add(b);
+            pending.extend_from_slice(b);
+            if let Some(k) = memchr::memrchr(b'\n', &pending) {
+                out.write_all(&pending[..=k])?;
+                pending.drain(..=k);
+            }
+            Ok(())
+        })?;
+        out.flush_frame()?;
+        let kept = stats.newlines;
+        self.report.torn_lines_kept = kept;
+        self.keep(kept);
+        let why = format!(
+            "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s)",
+            pending.len()
+        );
+        self.lose(offset, self.len, Some(u64::from(!pending.is_empty())), why);
+        Ok(())
+    }
+
+    fn bytes(&mut self, at: u64, len: u64) -> io::Result<io::Take<&mut File>> {
+        self.f.seek(SeekFrom::Start(at))?;
+        Ok((&mut *self.f).take(len))
+    }
+}
+
+/// The offset of the next zstd frame at or after `from` that decodes whole. Scans in
+/// chunks and decodes as a stream, so memory stays small whatever lies between.
+fn next_good_frame(f: &mut File, from: u64, len: u64) -> io::Result<Option<u64>> {
+    const CHUNK: u64 = 1 << 20;
+    let magic = ZSTD_MAGIC.to_le_bytes();
+    let mut pos = from;
+    let mut chunk = Vec::new();
+    while pos < len {
+        let n = CHUNK.min(len - pos) as usize;
+        chunk.resize(n, 0);
+        f.seek(SeekFrom::Start(pos))?;
+        f.read_exact(&mut chunk)?;
+        let mut k = 0;
+        while let Some(hit) = memchr::memmem::find(&chunk[k..], &magic) {
+            let at = pos + (k + hit) as u64;
+            if let Ok(span) = walk::frame_at(f, at, len)? {
+                f.seek(SeekFrom::Start(at))?;
+                if decode::frame(&mut (&mut *f).take(span.len), |_| Ok(()))? == Outcome::Complete {
+                    return Ok(Some(at));
+                }
+            }
+            k += hit + 1;
+        }
+        // A magic number may straddle two chunks.
+        pos += (n as u64).saturating_sub(3).max(1);
+    }
+    Ok(None)
+}
+
+/// Copies every complete record of a plain log to `out`: lines that are one valid JSON
+/// value, a last one without a newline getting one.
+pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Report> {
+    let mut report = Report::default();
+    let mut lines = LineReader::new(input);
+    while let Some(line) = lines.next_line()? {
+        let why = match line.ending {
+            Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
+            _ => json::validate(line.bytes)
+                .err()
+                .map(|e| format!("invalid JSON at column {}: {e}", e.offset + 1)),
+        };
+        let Some(why) = why else {
+            out.write_all(line.bytes)?;
+            out.write_all(b"\n")?;
+            report.lines_kept += 1;
+            if line.ending == Ending::Unterminated {
+                report.newline_added = Some(line.number);
+            }
+            continue;
+        };
+        let end = line.offset + line.bytes.len() as u64 + u64::from(line.terminated());
+        report.losses.push(Loss {
+            from: line.offset,
+            to: end,
+            after_line: line.number - 1,
+            lines: Some(1),
+            why,
+        });
+    }
+    Ok(report)
+}
