@@ -3,7 +3,7 @@
 //!
 //! Memory holds at most one snapshot frame per open run, or the open run of delta frames.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -77,12 +77,82 @@ struct OpenRun {
     frames: Vec<(Vec<u8>, bool)>,
 }
 
+/// The open runs, found by type and key in constant time and written in the order they
+/// opened, so that many open runs (thousands of tool calls that never end) cost linear
+/// time, not quadratic.
+#[derive(Default)]
+struct OpenRuns {
+    /// By when each run opened.
+    runs: BTreeMap<u64, OpenRun>,
+    by_key: HashMap<(String, Option<Vec<u8>>), u64>,
+    by_type: HashMap<String, BTreeSet<u64>>,
+    next: u64,
+}
+
+impl OpenRuns {
+    fn get_or_open(&mut self, frame_type: &str, key: Option<Vec<u8>>) -> &mut OpenRun {
+        let id = match self.by_key.get(&(frame_type.to_string(), key.clone())) {
+            Some(&id) => id,
+            None => {
+                let id = self.next;
+                self.next += 1;
+                self.by_key
+                    .insert((frame_type.to_string(), key.clone()), id);
+                self.by_type
+                    .entry(frame_type.to_string())
+                    .or_default()
+                    .insert(id);
+                let run = OpenRun {
+                    frame_type: frame_type.to_string(),
+                    key,
+                    frames: Vec::new(),
+                };
+                self.runs.insert(id, run);
+                id
+            }
+        };
+        self.runs.get_mut(&id).expect("indexed runs are open")
+    }
+
+    fn remove(&mut self, id: u64) -> Option<OpenRun> {
+        let run = self.runs.remove(&id)?;
+        self.by_key
+            .remove(&(run.frame_type.clone(), run.key.clone()));
+        if let Some(ids) = self.by_type.get_mut(&run.frame_type) {
+            ids.remove(&id);
+        }
+        Some(run)
+    }
+
+    /// Closes the run of this type and key, if one is open.
+    fn close(&mut self, frame_type: &str, key: Option<Vec<u8>>) {
+        if let Some(id) = self.by_key.get(&(frame_type.to_string(), key)).copied() {
+            self.remove(id);
+        }
+    }
+
+    /// Takes the runs of these types (every run when `types` is `None`), oldest first.
+    fn take(&mut self, types: Option<&[&String]>) -> Vec<OpenRun> {
+        let mut ids: Vec<u64> = match types {
+            None => self.runs.keys().copied().collect(),
+            Some(types) => types
+                .iter()
+                .filter_map(|t| self.by_type.get(t.as_str()))
+                .flatten()
+                .copied()
+                .collect(),
+        };
+        ids.sort_unstable();
+        ids.into_iter().filter_map(|id| self.remove(id)).collect()
+    }
+}
+
 pub struct Filter {
     /// `None` until `auto` has seen enough to choose.
     profile: Option<Profile>,
     overrides: Overrides,
     opts: Options,
-    open: Vec<OpenRun>,
+    open: OpenRuns,
     pub counts: BTreeMap<Class, Counts>,
     /// Opted-in frames too large to bound at all (not even their type fits the cap).
     pub dropped_unboundable: u64,
@@ -99,7 +169,7 @@ impl Filter {
             profile: None,
             overrides,
             opts,
-            open: Vec::new(),
+            open: OpenRuns::default(),
             counts: BTreeMap::new(),
             dropped_unboundable: 0,
         };
@@ -191,8 +261,7 @@ impl Filter {
 
     /// Writes every run still open: the input ended, so no successor will come.
     pub fn finish<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
-        let runs = std::mem::take(&mut self.open);
-        for run in runs {
+        for run in self.open.take(None) {
             self.keep_orphan(run, out)?;
         }
         Ok(())
@@ -240,10 +309,7 @@ impl Filter {
         if !closes_all && opened.is_empty() {
             return Ok(());
         }
-        let (orphans, open): (Vec<OpenRun>, Vec<OpenRun>) = std::mem::take(&mut self.open)
-            .into_iter()
-            .partition(|r| closes_all || opened.contains(&&r.frame_type));
-        self.open = open;
+        let orphans = self.open.take((!closes_all).then_some(&opened[..]));
         for run in orphans {
             self.keep_orphan(run, out)?;
         }
@@ -261,8 +327,7 @@ impl Filter {
                 .key
                 .as_deref()
                 .map(|f| json::field(line, f).unwrap_or_default().to_vec());
-            self.open
-                .retain(|r| !(r.frame_type == *frame_type && r.key == key));
+            self.open.close(frame_type, key);
         }
     }
 
@@ -275,21 +340,7 @@ impl Filter {
             .as_deref()
             .map(|f| json::field(line, f).unwrap_or_default().to_vec());
         let snapshot = rule.snapshot.holds(line);
-        let pos = self
-            .open
-            .iter()
-            .position(|r| r.frame_type == frame_type && r.key == key);
-        let run = match pos {
-            Some(i) => &mut self.open[i],
-            None => {
-                self.open.push(OpenRun {
-                    frame_type: frame_type.to_string(),
-                    key,
-                    frames: Vec::new(),
-                });
-                self.open.last_mut().expect("just pushed")
-            }
-        };
+        let run = self.open.get_or_open(frame_type, key);
         // A snapshot carries the whole value so far: it supersedes what the run held. The
         // buffer of the frame it replaces is reused: runs of snapshots are the hot path.
         if snapshot {

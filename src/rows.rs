@@ -138,17 +138,35 @@ pub fn parse(line: &[u8]) -> Parsed<'_> {
 }
 
 /// The top-level members of an object, duplicates resolved as `JSON.parse` does (the last
-/// value wins, at the first key's position). Keys are decoded.
+/// value wins, at the first key's position). Keys are decoded. Duplicates are found with a
+/// map once the object is large, so a line of many keys costs linear time.
 fn object(raw: &[u8]) -> Vec<(Cow<'_, str>, &[u8])> {
     let mut out: Vec<(Cow<'_, str>, &[u8])> = Vec::new();
+    let mut seen: Option<std::collections::HashMap<String, usize>> = None;
     for (k, v) in json::members(raw) {
         let key = match std::str::from_utf8(k) {
             Ok(s) if !k.contains(&b'\\') => Cow::Borrowed(s),
             _ => Cow::Owned(json::decode_string(k).unwrap_or_default()),
         };
-        match out.iter_mut().find(|(seen, _)| *seen == key) {
-            Some(slot) => slot.1 = v,
-            None => out.push((key, v)),
+        if seen.is_none() && out.len() > 16 {
+            let mut m = std::collections::HashMap::new();
+            for (at, (k, _)) in out.iter().enumerate() {
+                m.insert(k.to_string(), at);
+            }
+            seen = Some(m);
+        }
+        let at = match &seen {
+            Some(m) => m.get(key.as_ref()).copied(),
+            None => out.iter().position(|(s, _)| *s == key),
+        };
+        match at {
+            Some(at) => out[at].1 = v,
+            None => {
+                if let Some(m) = &mut seen {
+                    m.insert(key.to_string(), out.len());
+                }
+                out.push((key, v));
+            }
         }
     }
     out

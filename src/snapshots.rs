@@ -65,9 +65,10 @@ pub fn expand(line: &[u8], f: &mut Visit<'_>) -> anyhow::Result<()> {
     let mut value = Some(Value::parse(first)?);
     let mut decoder = Decoder::default();
     for (k, batch) in batches.iter().enumerate() {
-        let decoded = decoder
-            .decode(batch)
-            .map_err(|(op, e)| anyhow::anyhow!("snapshot-deltas batch {k}, op {op:?}: {e}"))?;
+        let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
+            Some(op) => anyhow::anyhow!("snapshot-deltas batch {k}, op {op}: {e}"),
+            None => anyhow::anyhow!("snapshot-deltas batch {k}: {e}"),
+        })?;
         for op in decoded {
             apply(&mut value, op).map_err(|e| anyhow::anyhow!("snapshot-deltas batch {k}: {e}"))?;
         }

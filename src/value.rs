@@ -95,6 +95,23 @@ impl Value {
         }
     }
 
+    /// How deep the value nests: 0 for a scalar, 1 for `[]` or `[1]`, and so on. Iterative,
+    /// so it cannot overflow the stack.
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((v, d)) = stack.pop() {
+            let children: Box<dyn Iterator<Item = &Value>> = match v {
+                Value::Array(items) => Box::new(items.iter()),
+                Value::Object(members) => Box::new(members.iter().map(|(_, v)| v)),
+                _ => continue,
+            };
+            deepest = deepest.max(d + 1);
+            stack.extend(children.map(|c| (c, d + 1)));
+        }
+        deepest
+    }
+
     /// A member of an object.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
@@ -156,6 +173,41 @@ pub fn write_string(s: &[u16], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// Finds an object's members by key: a scan while the object is small, a hash map (built
+/// once, the first time it is needed) when it is not, so that an object of n keys costs
+/// O(n), not O(n²), to build or to diff.
+#[derive(Default)]
+pub struct KeyIndex {
+    map: Option<std::collections::HashMap<Vec<u16>, usize>>,
+}
+
+const SCAN_LIMIT: usize = 16;
+
+impl KeyIndex {
+    /// Where `key` first is among `members`. `members` must be the list this index has
+    /// been told about (through [`KeyIndex::add`]) or a fresh one.
+    pub fn find(&mut self, members: &[(Vec<u16>, Value)], key: &[u16]) -> Option<usize> {
+        if self.map.is_none() && members.len() > SCAN_LIMIT {
+            let mut m = std::collections::HashMap::with_capacity(members.len() * 2);
+            for (at, (k, _)) in members.iter().enumerate() {
+                m.entry(k.clone()).or_insert(at);
+            }
+            self.map = Some(m);
+        }
+        match &self.map {
+            Some(m) => m.get(key).copied(),
+            None => members.iter().position(|(k, _)| k == key),
+        }
+    }
+
+    /// Records that `key` was pushed at position `at`.
+    pub fn add(&mut self, key: &[u16], at: usize) {
+        if let Some(m) = &mut self.map {
+            m.entry(key.to_vec()).or_insert(at);
+        }
+    }
+}
+
 /// Builds values from text `json::validate` has accepted.
 struct Parser<'a> {
     b: &'a [u8],
@@ -176,6 +228,7 @@ impl Parser<'_> {
             b'{' => {
                 self.i += 1;
                 let mut members: Vec<(Vec<u16>, Value)> = Vec::new();
+                let mut index = KeyIndex::default();
                 loop {
                     self.i = json::skip_ws(b, self.i);
                     match b[self.i] {
@@ -188,9 +241,12 @@ impl Parser<'_> {
                             let key = self.string();
                             self.i = json::skip_ws(b, self.i) + 1; // the ':'
                             let v = self.value(depth + 1)?;
-                            match members.iter_mut().find(|(k, _)| *k == key) {
-                                Some(slot) => slot.1 = v,
-                                None => members.push((key, v)),
+                            match index.find(&members, &key) {
+                                Some(at) => members[at].1 = v,
+                                None => {
+                                    index.add(&key, members.len());
+                                    members.push((key, v));
+                                }
                             }
                         }
                     }

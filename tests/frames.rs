@@ -216,15 +216,8 @@ fn damage_before_the_tail_is_an_error_and_skip_corrupt_skips_it() {
 }
 
 #[test]
+#[cfg_attr(sess_no_zstd_cli, ignore = "the zstd CLI is not installed")]
 fn stock_zstd_reads_sess_output() {
-    if std::process::Command::new("zstd")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: the zstd CLI is not installed (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     for f in common::FIXTURES {
         let out = dir.path().join(format!("{f}.zst"));
@@ -302,12 +295,52 @@ fn pack_refuses_a_terminal_and_unpack_reads_both_layouts() {
         .write_stdin("")
         .assert()
         .code(2);
+    // On a real terminal (a pseudo-terminal here), compressed output is refused.
+    let (tty, _master) = pseudo_terminal();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sess"))
+        .arg("pack")
+        .arg(testdata("dsh.jsonl"))
+        .stdout(tty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("refusing to write compressed output to a terminal"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Not a terminal: written.
     sess()
         .arg("pack")
         .arg(testdata("dsh.jsonl"))
         .assert()
         .success();
-    let _ = predicate::str::contains("");
+}
+
+/// A pseudo-terminal: the side a program writes to, and the side that keeps it open.
+fn pseudo_terminal() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two new descriptors into the integers it is given; the null
+    // pointers ask for no name and default settings.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(slave),
+            std::fs::File::from_raw_fd(master),
+        )
+    }
 }
 
 fn packed_file(

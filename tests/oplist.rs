@@ -19,10 +19,9 @@ fn recover(args: &[&str], file: &Path) -> (bool, Vec<u8>, String) {
 }
 
 #[test]
+#[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
 fn chord_valid_streams_recover_from_the_last_base_and_from_the_start() {
-    let Some(dir) = conformance("chord/valid") else {
-        return;
-    };
+    let dir = conformance("chord/valid");
     let lists: Vec<_> = files_in(&dir, ".jsonl")
         .into_iter()
         .filter(|f| !f.to_string_lossy().ends_with(".states.jsonl"))
@@ -61,10 +60,9 @@ fn chord_valid_streams_recover_from_the_last_base_and_from_the_start() {
 }
 
 #[test]
+#[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
 fn chord_invalid_streams_are_rejected_for_the_reason_their_index_names() {
-    let Some(dir) = conformance("chord/invalid") else {
-        return;
-    };
+    let dir = conformance("chord/invalid");
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("INDEX.json")).unwrap()).unwrap();
     let cases = index.as_array().unwrap();
@@ -111,10 +109,9 @@ fn chord_invalid_streams_are_rejected_for_the_reason_their_index_names() {
 }
 
 #[test]
+#[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
 fn chord_lenient_streams_reach_the_library_value() {
-    let Some(dir) = conformance("chord/lenient") else {
-        return;
-    };
+    let dir = conformance("chord/lenient");
     let lists = files_in(&dir, ".jsonl");
     assert!(lists.len() >= 13);
     for f in lists {
@@ -240,4 +237,146 @@ fn diff_then_recover_gives_the_last_snapshot() {
         .stderr(predicate::str::contains(
             "<stdin>:2:2: a snapshot must be one JSON value",
         ));
+}
+
+fn list_file(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+/// Recovers from the file and from stdin; both must agree.
+fn recover_both(args: &[&str], f: &Path) -> (bool, Vec<u8>, String) {
+    let from_file = recover(args, f);
+    let out = sess()
+        .arg("recover")
+        .args(args)
+        .arg("-")
+        .write_stdin(std::fs::read(f).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.success(), &out.stdout),
+        (from_file.0, &from_file.1),
+        "{args:?}: file and stdin disagree: {} / {}",
+        from_file.2,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    from_file
+}
+
+#[test]
+fn at_gives_the_state_after_the_last_batch_at_or_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = list_file(
+        dir.path(),
+        "gaps.jsonl",
+        concat!(
+            "{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",{\"n\":0}]]}\n",
+            "{\"seq\":1,\"ops\":[[\"s\",[\"n\"],1]]}\n",
+            "{\"seq\":2,\"ops\":[[\"s\",[\"n\"],2]]}\n",
+            "{\"seq\":5,\"ops\":[[\"s\",[\"n\"],5]]}\n",
+            "{\"seq\":6,\"tag\":\"base\",\"ops\":[[\"r\",{\"n\":6}]]}\n",
+        ),
+    );
+    for (at, want) in [
+        ("3", "{\"n\":2}\n"),
+        ("2", "{\"n\":2}\n"),
+        ("5", "{\"n\":5}\n"),
+        ("9", "{\"n\":6}\n"),
+    ] {
+        let (ok, out, err) = recover_both(&["--at", at], &f);
+        assert!(ok, "--at {at}: {err}");
+        assert_eq!(String::from_utf8(out).unwrap(), want, "--at {at}");
+    }
+    // Records without a seq cannot be placed: --at says so instead of ignoring itself.
+    let bare = list_file(dir.path(), "bare.jsonl", "[[\"r\",1]]\n[[\"r\",2]]\n");
+    let (ok, _, err) = recover_both(&["--at", "0"], &bare);
+    assert!(!ok);
+    assert!(
+        err.contains("bare.jsonl:1:") || err.contains("this one has none"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_and_stdin_give_the_same_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // Addressed lists with an unaddressed base among them.
+    let f = list_file(
+        dir.path(),
+        "mixed.jsonl",
+        concat!(
+            "{\"seq\":0,\"address\":\"a\",\"tag\":\"base\",\"ops\":[[\"r\",{\"t\":\"x\"}]]}\n",
+            "{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",[0]]]}\n",
+            "{\"seq\":1,\"address\":\"b\",\"tag\":\"base\",\"ops\":[[\"r\",[1]]]}\n",
+            "{\"seq\":1,\"address\":\"a\",\"ops\":[[\"a\",[\"t\"],\"y\"]]}\n",
+            "\n",
+            "{\"seq\":2,\"ops\":[[\"p\",[],1,0,[2]]]}\n",
+        ),
+    );
+    for args in [
+        &[][..],
+        &["--address", "a"][..],
+        &["--address", "b"][..],
+        &["--from-start"][..],
+        &["--states"][..],
+        &["--ops", "--address", "a"][..],
+    ] {
+        let (ok, _, err) = recover_both(args, &f);
+        assert!(ok, "{args:?}: {err}");
+    }
+    let (_, out, _) = recover_both(&[], &f);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "{\"\":[0,2],\"a\":{\"t\":\"xy\"},\"b\":[1]}\n"
+    );
+}
+
+#[test]
+fn an_empty_list_or_an_unknown_address_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = list_file(dir.path(), "empty.jsonl", "");
+    let (ok, out, err) = recover_both(&[], &empty);
+    assert!(!ok && out.is_empty());
+    assert!(
+        err.contains("empty.jsonl: the op list holds no batch"),
+        "{err}"
+    );
+    let blank = list_file(dir.path(), "blank.jsonl", "\n  \n");
+    assert!(!recover_both(&[], &blank).0);
+    let (ok, _, err) = recover_both(&["--address", "nope"], &testdata("oplist.jsonl"));
+    assert!(!ok);
+    assert!(err.contains("no record has address \"nope\""), "{err}");
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_input_error() {
+    // Megabytes of states, far more than a pipe holds, so the writes meet a closed pipe.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",{\"t\":\"\"}]]}\n");
+    for seq in 1..3000 {
+        text += &format!("{{\"seq\":{seq},\"ops\":[[\"a\",[\"t\"],\"xy\"]]}}\n");
+    }
+    let f = list_file(dir.path(), "long.jsonl", &text);
+    let script = format!(
+        "{} recover --states --from-start {} | head -c 10",
+        assert_cmd::cargo::cargo_bin("sess").display(),
+        f.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-o", "pipefail", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.len(), 10);
 }

@@ -172,8 +172,9 @@ fn pack_stream(
     let read = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
-    // A failed input leaves an output nothing has reached as it was.
-    if read.is_ok() || out.get_ref().touched() {
+    // Every event read is written, even when the input then fails; but an input that fails
+    // before its first event leaves an output nothing has reached as it was.
+    if read.is_ok() || events > 0 || out.get_ref().touched() {
         packer.finish(out.writer())?;
         out.finish()?.finish()?;
     }

@@ -6,10 +6,13 @@
 //! op stay applied, so callers stop at the first error.
 
 use super::{Error, Op, Path, Seg};
-use crate::value::Value;
+use crate::value::{MAX_DEPTH, Value};
 
-/// Applies `op` to `root` (`None` until the first `r`).
+/// Applies `op` to `root` (`None` until the first `r`). An op that would make the value
+/// nest deeper than [`MAX_DEPTH`] is refused: everything that walks a value (serializing,
+/// diffing, dropping it) recurses, and a value built by ops is otherwise unbounded.
 pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
+    check_depth(&op)?;
     match op {
         Op::Replace(v) => {
             *root = Some(v);
@@ -44,6 +47,24 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
         Op::Append(path, s) => at_parent(root, &path, Member::Append(s)),
         Op::Truncate(path, n) => at_parent(root, &path, Member::Truncate(n)),
     }
+}
+
+/// Refuses an op whose value, placed at its path, would nest deeper than [`MAX_DEPTH`].
+fn check_depth(op: &Op) -> Result<(), Error> {
+    let depth = match op {
+        Op::Replace(v) => v.depth(),
+        Op::Set(p, v) => p.len() + v.depth(),
+        Op::Splice(p, _, _, items) => {
+            p.len() + 1 + items.iter().map(Value::depth).max().unwrap_or(0)
+        }
+        _ => 0,
+    };
+    if depth > MAX_DEPTH {
+        return Err(Error::type_error(&format!(
+            "the value would nest {depth} levels deep, more than the {MAX_DEPTH} sess allows"
+        )));
+    }
+    Ok(())
 }
 
 /// What `s`, `d`, `a` and `t` do to the member their path ends at.

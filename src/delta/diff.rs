@@ -7,7 +7,7 @@
 //! a bound that runs out costs size (a set), never correctness.
 
 use super::{Op, Path, Seg, is_reserved};
-use crate::value::Value;
+use crate::value::{KeyIndex, Value};
 
 /// Bounds of the overlap search, as the reference tracker sets them.
 #[derive(Debug, Clone, Copy)]
@@ -61,13 +61,14 @@ fn at(path: &mut Path, a: &Value, b: &Value, limits: Limits, ops: &mut Vec<Op>) 
     }
     match (a, b) {
         (Value::Object(ma), Value::Object(mb)) if !has_reserved_key(a) && !has_reserved_key(b) => {
+            let (mut in_a, mut in_b) = (KeyIndex::default(), KeyIndex::default());
             for (k, _) in ma {
-                if !mb.iter().any(|(kb, _)| kb == k) {
+                if in_b.find(mb, k).is_none() {
                     ops.push(Op::Delete(child(path, Seg::Key(k.clone()))));
                 }
             }
             for (k, vb) in mb {
-                match ma.iter().find(|(ka, _)| ka == k) {
+                match in_a.find(ma, k).map(|i| &ma[i]) {
                     None => ops.push(Op::Set(child(path, Seg::Key(k.clone())), vb.clone())),
                     Some((_, va)) => {
                         path.push(Seg::Key(k.clone()));

@@ -248,10 +248,14 @@ impl<R: Read> FrameReader<R> {
                 Ok(())
             }
             Ok(_) => {
-                if self.hold.len() > HOLD_LIMIT
+                // A frame too large to hold whole releases its complete lines from here on
+                // as they come. The held buffer is handed over, not copied, and never grows
+                // past the limit.
+                if (self.released_unverified || self.hold.len() + self.scratch.len() > HOLD_LIMIT)
                     && let Some(k) = memchr::memrchr(b'\n', &self.hold)
                 {
-                    self.ready = self.hold.drain(..=k).collect();
+                    let rest = self.hold.split_off(k + 1);
+                    self.ready = std::mem::replace(&mut self.hold, rest);
                     self.ready_pos = 0;
                     self.released_unverified = true;
                 }

@@ -1,0 +1,50 @@
+//! Tells the tests what this machine has, so that a test needing something absent is shown
+//! as ignored (with the reason) in the default `cargo test` output instead of passing
+//! vacuously, and fails the build under `CI=true`, where everything must be there.
+//!
+//! - `../shared/conformance` (the shared corpus beside the project): without it the
+//!   conformance tests are compiled with `cfg(sess_no_conformance)`.
+//! - the zstd CLI: without it the tests comparing with stock zstd get `cfg(sess_no_zstd_cli)`.
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(sess_no_conformance)");
+    println!("cargo::rustc-check-cfg=cfg(sess_no_zstd_cli)");
+    println!("cargo::rerun-if-env-changed=CI");
+    println!("cargo::rerun-if-env-changed=PATH");
+    println!("cargo::rerun-if-changed=build.rs");
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let corpus = Path::new(&root).join("../shared/conformance");
+    // A path that does not exist makes cargo run this script again on every build, so the
+    // warning below is printed every time the corpus is missing.
+    println!("cargo::rerun-if-changed={}", corpus.display());
+    if !corpus.is_dir() {
+        if ci {
+            panic!(
+                "CI=true, but the conformance corpus {} is absent; CI must have ../shared beside \
+                 the clone",
+                corpus.display()
+            );
+        }
+        println!("cargo::rustc-cfg=sess_no_conformance");
+        println!(
+            "cargo::warning=the conformance corpus {} is absent: its tests are ignored (cargo \
+             test lists them as ignored); see README.md",
+            corpus.display()
+        );
+    }
+    let zstd = Command::new("zstd").arg("--version").output();
+    if !zstd.is_ok_and(|o| o.status.success()) {
+        if ci {
+            panic!("CI=true, but the zstd CLI is not installed (.ci/run installs it)");
+        }
+        println!("cargo::rustc-cfg=sess_no_zstd_cli");
+        println!(
+            "cargo::warning=the zstd CLI is not installed: the tests comparing with stock zstd are \
+             ignored; install zstd (apt install zstd) to run them"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Input built to hurt: values nested past any stack, and lines shaped to make a quadratic
+//! scan take minutes. Each ran for minutes or aborted before its fix.
+//!
+//! The timeouts below are not speed targets (those live in `bench/`): each input is sized so
+//! that the linear code finishes in seconds even in a debug build, while the quadratic code
+//! it replaced needs many minutes. A timeout is the only way such a test can fail.
+
+mod common;
+
+use std::time::Duration;
+
+use common::sess;
+use predicates::prelude::*;
+
+const GUARD: Duration = Duration::from_secs(120);
+
+#[test]
+fn ops_that_nest_a_value_past_the_limit_are_refused_not_a_crash() {
+    // A base nesting 900 arrays, then sets that would each add 900 levels more.
+    let deep = "[".repeat(900) + &"]".repeat(900);
+    let path = format!("[{}]", vec!["0"; 899].join(","));
+    let mut list = format!("{{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",{deep}]]}}\n");
+    for seq in 1..200 {
+        list += &format!("{{\"seq\":{seq},\"ops\":[[\"s\",{path},{deep}]]}}\n");
+    }
+    sess()
+        .args(["recover", "-"])
+        .write_stdin(list)
+        .timeout(GUARD)
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("<stdin>:2:").and(predicate::str::contains(
+                "levels deep, more than the 1000 sess allows",
+            )),
+        );
+}
+
+/// One line holding an object of `n` keys, with `extra` spliced in after the first key.
+fn wide_object(n: usize, extra: &str, value: u32) -> String {
+    let mut s = String::from("{\"k0\":0");
+    s += extra;
+    for k in 1..n {
+        s += &format!(",\"k{k}\":{value}");
+    }
+    s + "}"
+}
+
+#[test]
+fn diff_of_an_object_with_many_keys_is_linear() {
+    let input = format!(
+        "{}\n{}\n",
+        wide_object(200_000, "", 1),
+        wide_object(200_000, "", 2)
+    );
+    let out = sess()
+        .arg("diff")
+        .write_stdin(input)
+        .timeout(GUARD)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn a_line_with_many_keys_that_mentions_a_row_tag_is_read_in_linear_time() {
+    let line = wide_object(
+        200_000,
+        ",\"type\":\"text-chunks\",\"note\":\"x-chunks\"",
+        1,
+    ) + "\n";
+    sess()
+        .arg("cat")
+        .write_stdin(line.clone())
+        .timeout(GUARD)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "malformed text-chunks storage row",
+        ));
+    // Not a row (its type is not a row tag): passed through.
+    let line = wide_object(200_000, ",\"type\":\"note\",\"x\":\"text-chunks\"", 1) + "\n";
+    sess()
+        .arg("cat")
+        .write_stdin(line.clone())
+        .timeout(GUARD)
+        .assert()
+        .success()
+        .stdout(line);
+}
+
+#[test]
+fn filter_with_many_open_tool_runs_is_linear() {
+    let mut log = String::from("{\"type\":\"session\",\"version\":3}\n");
+    let n = 160_000;
+    for k in 0..n {
+        log += &format!(
+            "{{\"type\":\"tool_execution_update\",\"toolCallId\":\"c{k}\",\"partialResult\":{{\"content\":[]}}}}\n"
+        );
+    }
+    let out = sess()
+        .arg("filter")
+        .write_stdin(log)
+        .timeout(GUARD)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // Every run is an orphan (no tool_execution_end): each keeps its one frame.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), n + 1);
+}
+
+#[test]
+fn recover_reads_a_huge_last_line_backwards_in_linear_time() {
+    // The last line is 256 MiB of blanks (skipped, as blank lines are): the backward reader
+    // must assemble it before it can look at the line before, where the base is.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("huge.jsonl");
+    let mut text = b"{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",\"a\"]]}\n".to_vec();
+    text.resize(text.len() + (256 << 20), b' ');
+    text.push(b'\n');
+    std::fs::write(&f, text).unwrap();
+    sess()
+        .arg("recover")
+        .arg(&f)
+        .timeout(GUARD)
+        .assert()
+        .success()
+        .stdout("\"a\"\n");
+}

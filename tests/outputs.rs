@@ -1,0 +1,241 @@
+//! What `-o` does with what it finds at its path, what a failed command leaves behind, and
+//! what a signal leaves behind. Each test failed on the code before its fix.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use common::{sess, testdata};
+use predicates::prelude::*;
+
+fn spawn(args: &[&str], dir: &Path) -> Child {
+    StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on a child this test started and has not yet waited for.
+    let rc = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(rc, 0);
+}
+
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".sess-"))
+        .collect()
+}
+
+#[test]
+fn a_repair_that_saves_nothing_leaves_the_input_and_creates_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary: Vec<u8> = (0..4000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let cases: [(&str, &[u8]); 3] = [
+        ("torn.jsonl", b"{\"type\":\"a\""),
+        ("binary.bin", &binary),
+        (
+            "garbage.zst",
+            b"\x28\xb5\x2f\xfd garbage that is no frame at all",
+        ),
+    ];
+    for (name, bytes) in cases {
+        let f = dir.path().join(name);
+        std::fs::write(&f, bytes).unwrap();
+        sess()
+            .args(["repair", "--in-place"])
+            .arg(&f)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("no complete record survived"));
+        assert_eq!(std::fs::read(&f).unwrap(), bytes, "{name} is untouched");
+        let out = dir.path().join(format!("{name}.out"));
+        sess()
+            .arg("repair")
+            .arg(&f)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .code(1);
+        assert!(!out.exists(), "{name}: no output was created");
+    }
+    assert!(temp_files(dir.path()).is_empty());
+}
+
+#[test]
+fn output_to_a_device_or_a_fifo_is_written_through() {
+    // /dev/null stays the device it is.
+    sess()
+        .arg("cat")
+        .arg(testdata("pi-new.jsonl"))
+        .args(["-o", "/dev/null"])
+        .assert()
+        .success();
+    let null = std::fs::metadata("/dev/null").unwrap();
+    assert!(!null.is_file(), "/dev/null was replaced by a regular file");
+    // A FIFO with a reader waiting: the reader gets the output.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    sess()
+        .arg("cat")
+        .arg(testdata("pi-new.jsonl"))
+        .arg("-o")
+        .arg(&fifo)
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .success();
+    assert_eq!(
+        reader.join().unwrap(),
+        std::fs::read(testdata("pi-new.jsonl")).unwrap()
+    );
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(!meta.is_file(), "the FIFO is still a FIFO");
+    assert!(temp_files(dir.path()).is_empty());
+}
+
+#[test]
+fn output_through_a_symlink_replaces_its_target_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.jsonl");
+    std::fs::write(&target, "old\n").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink("real.jsonl", &link).unwrap();
+    sess()
+        .arg("cat")
+        .arg(testdata("dsh.jsonl"))
+        .arg("-o")
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        std::fs::read(testdata("dsh.jsonl")).unwrap()
+    );
+    // A dangling link: its target is created.
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink("made.jsonl", &dangling).unwrap();
+    sess()
+        .arg("cat")
+        .arg(testdata("dsh.jsonl"))
+        .arg("-o")
+        .arg(&dangling)
+        .assert()
+        .success();
+    assert!(dir.path().join("made.jsonl").is_file());
+}
+
+#[test]
+fn output_onto_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("log.jsonl");
+    std::fs::copy(testdata("pi-old.jsonl"), &f).unwrap();
+    let before = std::fs::read(&f).unwrap();
+    let link = dir.path().join("alias.jsonl");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    for (cmd, out) in [
+        (&["cat"][..], &f),
+        (&["filter"][..], &f),
+        (&["pack"][..], &link),
+        (&["unpack"][..], &f),
+    ] {
+        sess()
+            .args(cmd)
+            .arg(&f)
+            .arg("-o")
+            .arg(out)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("is also an input"));
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{cmd:?}");
+    }
+    sess()
+        .arg("repair")
+        .arg(&f)
+        .arg("-o")
+        .arg(&link)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is also an input"));
+}
+
+#[test]
+fn a_signal_removes_the_temporary_file_and_exits_as_shells_expect() {
+    for (sig, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = spawn(&["cat", "-o", "out.jsonl"], dir.path());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"{\"type\":\"a\"}\n").unwrap();
+        stdin.flush().unwrap();
+        // Wait until the temporary file exists: the command is mid-run.
+        for _ in 0..200 {
+            if !temp_files(dir.path()).is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            temp_files(dir.path()).len(),
+            1,
+            "a temporary file is being written"
+        );
+        signal(&child, sig);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "signal {sig}");
+        assert!(
+            temp_files(dir.path()).is_empty(),
+            "signal {sig} left a temp file"
+        );
+        assert!(!dir.path().join("out.jsonl").exists());
+        drop(stdin);
+    }
+}
+
+#[test]
+fn a_streaming_pack_stopped_by_a_signal_finishes_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(&["pack", "--window", "60000", "-o", "live.zst"], dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = b"{\"type\":\"a\",\"seq\":0}\n{\"type\":\"b\",\"seq\":1}\n";
+    stdin.write_all(lines).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let file = dir.path().join("live.zst");
+    // Everything read before the signal is there, with an index: the file verifies.
+    sess().arg("verify").arg(&file).assert().success();
+    sess()
+        .arg("cat")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(&lines[..]);
+    drop(stdin);
+}
