@@ -81,7 +81,15 @@ fn output_to_a_device_or_a_fifo_is_written_through() {
         .assert()
         .success();
     let null = std::fs::metadata("/dev/null").unwrap();
-    assert!(!null.is_file(), "/dev/null was replaced by a regular file");
+    if null.is_file() {
+        // Put the device back before failing, so that the machine stays usable (as root,
+        // the only user a broken sess could do this as).
+        let _ = std::fs::remove_file("/dev/null");
+        let path = c"/dev/null";
+        // SAFETY: mknod with a valid path; makes the character device 1:3 that /dev/null is.
+        unsafe { libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        panic!("/dev/null was replaced by a regular file");
+    }
     // A FIFO with a reader waiting: the reader gets the output.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("pipe");
