@@ -156,6 +156,8 @@ pub struct Filter {
     pub counts: BTreeMap<Class, Counts>,
     /// Opted-in frames too large to bound at all (not even their type fits the cap).
     pub dropped_unboundable: u64,
+    /// The last line written had no newline.
+    unterminated: bool,
 }
 
 impl Filter {
@@ -172,6 +174,7 @@ impl Filter {
             open: OpenRuns::default(),
             counts: BTreeMap::new(),
             dropped_unboundable: 0,
+            unterminated: false,
         };
         if let Some(p) = profile {
             f.set_profile(p)?;
@@ -274,9 +277,16 @@ impl Filter {
         terminated: bool,
         out: &mut W,
     ) -> io::Result<()> {
+        // A line written without its newline must stay last: if anything follows it (an
+        // orphaned run written at the end), it gets its newline after all.
+        if std::mem::take(&mut self.unterminated) {
+            out.write_all(b"\n")?;
+        }
         out.write_all(bytes)?;
         if terminated {
             out.write_all(b"\n")?;
+        } else {
+            self.unterminated = true;
         }
         let c = self.counts.entry(class).or_default();
         c.events_out += 1;

@@ -367,3 +367,40 @@ fn conformance_pi_streams_filter_keeps_every_fact() {
         );
     }
 }
+
+#[test]
+fn a_last_line_without_newline_stays_a_line_of_its_own() {
+    use sess::durability::Profile;
+    use sess::filter::{Filter, Options, Overrides};
+    // An orphaned run is written at the end, after a fact that had no newline: the fact
+    // gets its newline rather than being glued to the run.
+    let mut f = Filter::new(
+        Some(Profile::pi()),
+        Overrides::default(),
+        Options::default(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    f.event(b"{\"type\":\"message_start\"}", true, &mut out)
+        .unwrap();
+    f.event(
+        b"{\"type\":\"message_update\",\"message\":{}}",
+        true,
+        &mut out,
+    )
+    .unwrap();
+    f.event(b"{\"type\":\"last\"}", false, &mut out).unwrap();
+    f.finish(&mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "{\"type\":\"message_start\"}\n{\"type\":\"last\"}\n{\"type\":\"message_update\",\"message\":{}}\n"
+    );
+    // The CLI drops a torn last line, so `sess filter crashed.jsonl | jq` works.
+    sess()
+        .arg("filter")
+        .write_stdin("{\"type\":\"message_start\"}\n{\"type\":\"message_end\",\"x\":[1,")
+        .assert()
+        .success()
+        .stdout("{\"type\":\"message_start\"}\n")
+        .stderr(predicates::str::contains("a torn write): dropped"));
+}
