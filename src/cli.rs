@@ -1,11 +1,15 @@
-//! The command line: global options and the subcommand list. Each subcommand's own
-//! arguments live next to its code in `cmd/`.
+//! The command line: global options, the arguments commands share, and the subcommand list.
+//! Each subcommand's own arguments live next to its code in `cmd/`. The library knows
+//! nothing of clap: the enums a flag chooses from are mapped to the library's here.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use sess::durability::Class;
+use sess::frames::{Layout, Recovery};
+use sess::input::{Input, OpenOptions};
 
 use crate::cmd;
-use crate::frames::Recovery;
-use crate::input::OpenOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,25 +36,108 @@ pub struct Global {
     /// Never draw a progress bar (one is drawn on stderr only when it is a terminal).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
 
+/// The inputs of a command that reads several.
+#[derive(Debug, Args)]
+pub struct Inputs {
+    /// Input files ('-' or none for stdin).
+    pub files: Vec<PathBuf>,
+}
+
+impl Inputs {
+    pub fn list(&self) -> Vec<Input> {
+        Input::list(&self.files)
+    }
+}
+
+/// Where a command's output goes.
+#[derive(Debug, Args)]
+pub struct Output {
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How a command that reads compressed input treats damage.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Damage {
     /// What to do with damaged zstd input: tolerate-tail keeps every complete frame and the
     /// complete lines of a torn final frame; absolute fails on any damage; point-in-time
     /// stops at the first damage; skip-corrupt skips damaged frames.
-    #[arg(
-        long,
-        global = true,
-        value_name = "MODE",
-        default_value = "tolerate-tail"
-    )]
-    pub recovery: Recovery,
+    #[arg(long, value_name = "MODE", default_value = "tolerate-tail")]
+    pub recovery: RecoveryMode,
 }
 
-impl Global {
-    /// How inputs are opened under these options.
-    pub fn open_options(&self) -> OpenOptions {
+impl Damage {
+    pub fn open_options(&self, g: Global) -> OpenOptions {
         OpenOptions {
-            quiet: self.quiet,
-            recovery: self.recovery,
+            quiet: g.quiet,
+            recovery: self.recovery.into(),
+        }
+    }
+}
+
+/// How inputs are opened by a command that offers no `--recovery`.
+pub fn default_open(g: Global) -> OpenOptions {
+    OpenOptions {
+        quiet: g.quiet,
+        recovery: Recovery::default(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecoveryMode {
+    TolerateTail,
+    Absolute,
+    PointInTime,
+    SkipCorrupt,
+}
+
+impl From<RecoveryMode> for Recovery {
+    fn from(m: RecoveryMode) -> Recovery {
+        match m {
+            RecoveryMode::TolerateTail => Recovery::TolerateTail,
+            RecoveryMode::Absolute => Recovery::Absolute,
+            RecoveryMode::PointInTime => Recovery::PointInTime,
+            RecoveryMode::SkipCorrupt => Recovery::SkipCorrupt,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LayoutArg {
+    /// Frames cut by size (and by the window when streaming), then the index.
+    Sess,
+    /// DeepSeek Harness's layout: the header line alone in the first frame, one frame per
+    /// batch, no index.
+    Dsh,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(l: LayoutArg) -> Layout {
+        match l {
+            LayoutArg::Sess => Layout::Sess,
+            LayoutArg::Dsh => Layout::Dsh,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClassArg {
+    Fact,
+    Frame,
+    Mirror,
+    Boundary,
+}
+
+impl From<ClassArg> for Class {
+    fn from(c: ClassArg) -> Class {
+        match c {
+            ClassArg::Fact => Class::Fact,
+            ClassArg::Frame => Class::Frame,
+            ClassArg::Mirror => Class::Mirror,
+            ClassArg::Boundary => Class::Boundary,
         }
     }
 }
@@ -67,6 +154,9 @@ pub enum Command {
     Diff(cmd::diff::Args),
     Verify(cmd::verify::Args),
     Completions(cmd::completions::Args),
+    /// Write the man pages into a folder (for packagers and the man-page test).
+    #[command(hide = true)]
+    GenerateMan(cmd::completions::ManArgs),
 }
 
 /// The clap command tree, for man pages and completions.
@@ -78,7 +168,7 @@ pub fn command() -> clap::Command {
 pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     let root = command();
     let mut pages = vec![("sess.1".to_string(), render_man(root.clone()))];
-    for sub in root.get_subcommands() {
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("sess-{}", sub.get_name());
         let sub = sub.clone().name(name.clone());
         pages.push((format!("{name}.1"), render_man(sub)));

@@ -20,7 +20,7 @@ use crate::dialect::Dialect;
 use crate::json;
 use crate::value::{self, Value};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Class {
     Fact,
     Frame,

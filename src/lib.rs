@@ -12,10 +12,7 @@
 //! - [`durability`]: classes, profiles, boundary projection and frame bounding;
 //!   [`filter`] applies them to a stream.
 //! - [`value`]: a JSON value as JavaScript holds one (UTF-16 strings, double numbers).
-//! - [`cmd`]: one module per subcommand, each with its own arguments and `run`.
 
-pub mod cli;
-pub mod cmd;
 pub mod delta;
 pub mod dialect;
 pub mod durability;
@@ -26,7 +23,6 @@ pub mod input;
 pub mod io;
 pub mod json;
 pub mod pack;
-pub mod range;
 pub mod repair;
 pub mod rows;
 pub mod snapshots;

@@ -1,8 +1,11 @@
 use std::process::ExitCode;
 
+mod cli;
+mod cmd;
+mod range;
+
 use clap::Parser;
-use sess::cli::{Cli, Command};
-use sess::cmd;
+use cli::{Cli, Command};
 use sess::io::signals::Interrupted;
 
 fn main() -> ExitCode {
@@ -20,10 +23,11 @@ fn main() -> ExitCode {
         Command::Filter(args) => cmd::filter::run(args, g),
         Command::Pack(args) => cmd::pack::run(args, g),
         Command::Unpack(args) => cmd::unpack::run(args, g),
-        Command::Repair(args) => cmd::repair::run(args, g),
+        Command::Repair(args) => cmd::repair::run(args),
         Command::Recover(args) => cmd::recover::run(args, g),
         Command::Diff(args) => cmd::diff::run(args, g),
         Command::Completions(args) => cmd::completions::run(args),
+        Command::GenerateMan(args) => cmd::completions::generate_man(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

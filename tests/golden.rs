@@ -17,7 +17,12 @@ use common::sess;
 const COMMANDS: &[&[&str]] = &[
     &["cat"],
     &["filter"],
-    &["filter", "--include-live-events", "--max-frame-bytes", "1024"],
+    &[
+        "filter",
+        "--include-live-events",
+        "--max-frame-bytes",
+        "1024",
+    ],
     &["filter", "--keep-boundaries"],
     &["pack", "--plain"],
     &["pack", "--frame-size", "65536"],
@@ -45,7 +50,11 @@ fn files(group: &str) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     for d in dirs {
         for f in common::files_in(&base.join(d), ".jsonl") {
-            let rel = f.strip_prefix(&base).unwrap().to_string_lossy().into_owned();
+            let rel = f
+                .strip_prefix(&base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             out.push((rel, f));
         }
     }

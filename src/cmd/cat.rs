@@ -2,16 +2,15 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::cli::Global;
-use crate::event::{self, Event, LastLine};
-use crate::frames::seek::Seekable;
-use crate::input::{Flow, Input};
-use crate::io::{LineReader, Sink};
+use crate::cli::{Damage, Global, Inputs, Output};
 use crate::range::Range;
+use sess::event::{self, Event, LastLine};
+use sess::frames::seek::Seekable;
+use sess::input::{Flow, Input};
+use sess::io::{LineReader, Sink};
 
 const ABOUT: &str = "Print the logical events of a log as JSONL";
 
@@ -34,8 +33,8 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
 
     /// Keep only events whose top-level "type" is T (repeatable).
     #[arg(short = 't', long = "type", value_name = "T")]
@@ -55,9 +54,11 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub tail: Option<usize>,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
+
+    #[command(flatten)]
+    pub damage: Damage,
 }
 
 /// What makes an event selected, apart from its position.
@@ -85,12 +86,12 @@ impl Select<'_> {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = Input::list(&args.files);
+    let inputs = args.inputs.list();
     let select = Select {
         types: &args.types,
         seq: args.seq,
     };
-    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
+    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
     let seekable = match &inputs[..] {
         [Input::Path(p)] if args.lines.is_none() && (args.tail.is_some() || args.seq.is_some()) => {
             Seekable::open(p).with_context(|| format!("{}: cannot read", p.display()))?
@@ -114,36 +115,41 @@ fn sequential(
 ) -> Result<()> {
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    event::each_event(inputs, g.open_options(), LastLine::Records, |_, ev| {
-        position += 1;
-        if let Some(r) = &args.lines
-            && !r.contains(position)
-        {
-            return Ok(if r.is_past(position) {
-                Flow::Stop
-            } else {
-                Flow::More
-            });
-        }
-        let (keep, past) = select.check(ev.bytes);
-        if past {
-            return Ok(Flow::Stop);
-        }
-        if !keep {
-            return Ok(Flow::More);
-        }
-        match args.tail {
-            Some(0) => {}
-            Some(n) => {
-                if tail.len() == n {
-                    tail.pop_front();
-                }
-                tail.push_back(ev.bytes.to_vec());
+    event::each_event(
+        inputs,
+        args.damage.open_options(g),
+        LastLine::Records,
+        |_, ev| {
+            position += 1;
+            if let Some(r) = &args.lines
+                && !r.contains(position)
+            {
+                return Ok(if r.is_past(position) {
+                    Flow::Stop
+                } else {
+                    Flow::More
+                });
             }
-            None => write_line(sink, ev.bytes)?,
-        }
-        Ok(Flow::More)
-    })?;
+            let (keep, past) = select.check(ev.bytes);
+            if past {
+                return Ok(Flow::Stop);
+            }
+            if !keep {
+                return Ok(Flow::More);
+            }
+            match args.tail {
+                Some(0) => {}
+                Some(n) => {
+                    if tail.len() == n {
+                        tail.pop_front();
+                    }
+                    tail.push_back(ev.bytes.to_vec());
+                }
+                None => write_line(sink, ev.bytes)?,
+            }
+            Ok(Flow::More)
+        },
+    )?;
     for l in &tail {
         write_line(sink, l)?;
     }

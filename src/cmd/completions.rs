@@ -16,7 +16,25 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let mut cmd = crate::cli::command();
-    let mut out = crate::io::Sink::stdout();
+    let mut out = sess::io::Sink::stdout();
     clap_complete::generate(args.shell, &mut cmd, "sess", &mut out);
     out.finish()
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// The folder to write `sess.1` and `sess-COMMAND.1` into.
+    pub dir: std::path::PathBuf,
+}
+
+/// Writes every man page into a folder.
+pub fn generate_man(args: ManArgs) -> Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("{}: cannot create", args.dir.display()))?;
+    for (name, text) in crate::cli::man_pages() {
+        let p = args.dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    Ok(())
 }

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{Result, anyhow};
 
-use crate::cli::Global;
-use crate::delta::diff::{Limits, diff};
-use crate::delta::oplist;
-use crate::delta::wire::Encoder;
-use crate::delta::{Op, is_base};
-use crate::input::{self, Flow, Input};
-use crate::io::Sink;
-use crate::value::Value;
+use crate::cli::{Global, Output};
+use sess::delta::diff::{Limits, diff};
+use sess::delta::oplist;
+use sess::delta::wire::Encoder;
+use sess::delta::{Op, is_base};
+use sess::input::{self, Flow, Input};
+use sess::io::Sink;
+use sess::value::Value;
 
 const ABOUT: &str = "Turn a stream of JSON snapshots into an op list";
 
@@ -40,18 +40,17 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub rebase_every: Option<u64>,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(args.file.as_slice());
-    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
+    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
     let mut encoder = Encoder::default();
     let mut prev: Option<Value> = None;
     let mut seq = 0u64;
-    input::each_line(&inputs, g.open_options(), |name, line| {
+    input::each_line(&inputs, crate::cli::default_open(g), |name, line| {
         if oplist::is_blank(line.bytes) {
             return Ok(Flow::More);
         }

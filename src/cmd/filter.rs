@@ -1,15 +1,13 @@
 //! `sess filter`: keep the facts, drop live frames, project boundaries.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
-use crate::cli::Global;
-use crate::durability::{Class, Profile};
-use crate::event::{self, LastLine};
-use crate::filter::{Filter, Options, Overrides};
-use crate::input::{Flow, Input};
-use crate::io::Sink;
+use crate::cli::{ClassArg, Damage, Global, Inputs, Output};
+use sess::durability::{Class, Profile};
+use sess::event::{self, LastLine};
+use sess::filter::{Filter, Options, Overrides};
+use sess::input::{Flow, Input};
+use sess::io::Sink;
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
 
@@ -41,8 +39,8 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
 
     /// auto, pi, dsh, none, or the path of a profile file.
     #[arg(long, value_name = "PROFILE", default_value = "auto")]
@@ -80,15 +78,17 @@ pub struct Args {
 
     /// Write only the input events of one class, untouched (for looking into a log).
     #[arg(long, value_name = "CLASS")]
-    pub only: Option<Class>,
+    pub only: Option<ClassArg>,
 
     /// Print events and bytes in and out per class on stderr.
     #[arg(long)]
     pub stats: bool,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
+
+    #[command(flatten)]
+    pub damage: Damage,
 }
 
 /// A built-in profile by name, `None` for auto, or a profile file.
@@ -113,17 +113,22 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         include_live: args.include_live_events,
         keep_boundaries: args.keep_boundaries,
         max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
-        only: args.only,
+        only: args.only.map(Class::from),
     };
     // Check the flags before any output is created.
     overrides.apply(&mut Profile::empty())?;
     let mut filter = Filter::new(profile_arg(&args.profile)?, overrides, opts)?;
-    let inputs = Input::list(&args.files);
-    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
-    event::each_event(&inputs, g.open_options(), LastLine::Records, |_, ev| {
-        filter.event(ev.bytes, ev.newline, &mut sink)?;
-        Ok(Flow::More)
-    })?;
+    let inputs = args.inputs.list();
+    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
+    event::each_event(
+        &inputs,
+        args.damage.open_options(g),
+        LastLine::Records,
+        |_, ev| {
+            filter.event(ev.bytes, ev.newline, &mut sink)?;
+            Ok(Flow::More)
+        },
+    )?;
     filter.finish(&mut sink)?;
     sink.finish()?;
     if args.stats {

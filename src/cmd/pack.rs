@@ -1,19 +1,18 @@
 //! `sess pack`: store runs of chunk deltas as packed rows, in checksummed zstd frames.
 
 use std::io::{self, IsTerminal};
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::Global;
-use crate::event::{self, LastLine};
-use crate::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
-use crate::input::{Flow, Input, OpenOptions};
-use crate::io::Sink;
-use crate::io::signals::{self, Interrupted};
-use crate::pack::{self, Ended, Msg, Out, Packer};
+use crate::cli::{Damage, Global, Inputs, LayoutArg, Output};
+use sess::event::{self, LastLine};
+use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
+use sess::input::{Flow, Input, OpenOptions};
+use sess::io::Sink;
+use sess::io::signals::{self, Interrupted};
+use sess::pack::{self, Ended, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
@@ -45,8 +44,8 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
 
     /// Write plain packed JSONL instead of zstd frames.
     #[arg(long)]
@@ -64,7 +63,7 @@ pub struct Args {
     /// The frame layout: sess (frames and an index) or dsh (DeepSeek Harness's: the header
     /// line alone first, one frame per batch, no index).
     #[arg(long, value_name = "LAYOUT", default_value = "sess")]
-    pub layout: Layout,
+    pub layout: LayoutArg,
 
     /// Streaming: flush a frame this many milliseconds after its first pending line.
     #[arg(long, value_name = "MS", default_value_t = 200)]
@@ -78,22 +77,24 @@ pub struct Args {
     #[arg(long)]
     pub stats: bool,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
+
+    #[command(flatten)]
+    pub damage: Damage,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = Input::list(&args.files);
+    let inputs = args.inputs.list();
     let streaming =
         inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
     let paths = Input::paths(&inputs);
     // A stream's frames must survive a crash as they are written, so its output file is
     // written in place; anything else goes through a temporary file and a rename.
     let sink = if streaming {
-        Sink::streaming(args.output.as_deref(), &paths, args.fsync)?
+        Sink::streaming(args.output.output.as_deref(), &paths, args.fsync)?
     } else {
-        Sink::open(args.output.as_deref(), &paths)?
+        Sink::open(args.output.output.as_deref(), &paths)?
     };
     let mut out = if args.plain {
         Out::plain(sink)
@@ -102,20 +103,31 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let opts = writer::Options {
             level: args.level,
             frame_size: args.frame_size as usize,
-            layout: args.layout,
+            layout: args.layout.into(),
         };
         Out::Frames(FrameWriter::new(sink, opts)?)
     };
     let mut packer = Packer::default();
     let events = if streaming {
-        pack_stream(&inputs, g.open_options(), &args, &mut packer, out)?
+        pack_stream(
+            &inputs,
+            args.damage.open_options(g),
+            &args,
+            &mut packer,
+            out,
+        )?
     } else {
         let mut events = 0u64;
-        event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
-            events += 1;
-            packer.event(ev.bytes, ev.newline, out.writer())?;
-            Ok(Flow::More)
-        })?;
+        event::each_event(
+            &inputs,
+            args.damage.open_options(g),
+            LastLine::Verbatim,
+            |_, ev| {
+                events += 1;
+                packer.event(ev.bytes, ev.newline, out.writer())?;
+                Ok(Flow::More)
+            },
+        )?;
         packer.finish(out.writer())?;
         out.finish()?.finish()?;
         events

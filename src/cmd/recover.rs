@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::cli::Global;
-use crate::delta::Op;
-use crate::delta::oplist::{self, Options, Replayer, Tail};
-use crate::input::{self, Flow, Input};
-use crate::io::{Line, LineReader, Sink};
-use crate::value::Value;
+use crate::cli::{self, Damage, Global};
+use sess::delta::Op;
+use sess::delta::oplist::{self, Options, Replayer, Tail};
+use sess::input::{self, Flow, Input};
+use sess::io::{Line, LineReader, Sink};
+use sess::value::Value;
 
 const ABOUT: &str = "Rebuild the value an op list holds, from its last base batch";
 
@@ -62,9 +62,11 @@ pub struct Args {
     #[arg(long)]
     pub strict: bool,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: cli::Output,
+
+    #[command(flatten)]
+    pub damage: Damage,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
@@ -76,11 +78,11 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         address: args.address.clone(),
         strict: args.strict,
     };
-    let mut out = Output {
+    let mut out = Printer {
         args: &args,
         name: name.clone(),
         sink: Sink::open(
-            args.output.as_deref(),
+            args.output.output.as_deref(),
             &Input::paths(std::slice::from_ref(&input)),
         )?,
     };
@@ -97,13 +99,13 @@ pub fn run(args: Args, g: Global) -> Result<()> {
 }
 
 /// Where the replayed batches go.
-struct Output<'a> {
+struct Printer<'a> {
     args: &'a Args,
     name: String,
     sink: Sink,
 }
 
-impl Output<'_> {
+impl Printer<'_> {
     /// A plain file: find the last base reading backwards, then replay forward from it.
     fn plain_file(&mut self, p: &std::path::Path, opts: Options) -> Result<Replayer> {
         let name = self.name.clone();
@@ -142,14 +144,18 @@ impl Output<'_> {
     fn stream(&mut self, input: &Input, opts: Options, g: Global) -> Result<Replayer> {
         let mut tail = Tail::default();
         let mut torn_at = None;
-        input::each_line(std::slice::from_ref(input), g.open_options(), |_, line| {
-            if line.is_torn() {
-                torn_at = Some((line.number, line.offset, line.bytes.len()));
-            } else {
-                tail.push(&opts, line.number, line.offset, line.bytes);
-            }
-            Ok(Flow::More)
-        })?;
+        input::each_line(
+            std::slice::from_ref(input),
+            self.args.damage.open_options(g),
+            |_, line| {
+                if line.is_torn() {
+                    torn_at = Some((line.number, line.offset, line.bytes.len()));
+                } else {
+                    tail.push(&opts, line.number, line.offset, line.bytes);
+                }
+                Ok(Flow::More)
+            },
+        )?;
         let strict = opts.strict;
         let mut replayer = Replayer::new(opts, tail.by_address());
         for (number, _, bytes) in &tail.lines {

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::Global;
-use crate::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
-use crate::input;
-use crate::io::Sink;
-use crate::repair::{self, Report};
+use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
+use sess::input;
+use sess::io::Sink;
+use sess::repair::{self, Report};
 
 const ABOUT: &str = "Salvage a damaged or torn log: keep every complete record, report the rest";
 
@@ -46,7 +45,7 @@ pub struct Args {
     pub in_place: bool,
 }
 
-pub fn run(args: Args, _g: Global) -> Result<()> {
+pub fn run(args: Args) -> Result<()> {
     let name = args.file.display().to_string();
     // --in-place replaces the input on purpose; -o must name another file.
     let (target, inputs) = if args.in_place {

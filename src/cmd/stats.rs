@@ -1,15 +1,14 @@
 //! `sess stats`: where the bytes of a log go.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::cli::Global;
-use crate::event::{self, LastLine};
-use crate::input::{Flow, Input};
-use crate::io::Sink;
-use crate::stats::Stats;
+use crate::cli::{Damage, Global, Inputs};
+use sess::event::{self, LastLine};
+use sess::input::Flow;
+use sess::io::Sink;
+use sess::stats::Stats;
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
 
@@ -27,8 +26,11 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    #[command(flatten)]
+    pub damage: Damage,
 
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -36,13 +38,18 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = Input::list(&args.files);
+    let inputs = args.inputs.list();
     let mut stats = Stats::default();
     // Verbatim: stats counts a torn last line as what it is rather than dropping it.
-    event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
-        stats.add_event(ev);
-        Ok(Flow::More)
-    })?;
+    event::each_event(
+        &inputs,
+        args.damage.open_options(g),
+        LastLine::Verbatim,
+        |_, ev| {
+            stats.add_event(ev);
+            Ok(Flow::More)
+        },
+    )?;
     let report = stats.report();
     let mut out = Sink::stdout();
     if args.json {

@@ -1,14 +1,13 @@
 //! `sess unpack`: expand packed rows back into the events they hold.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::cli::Global;
-use crate::event::{self, LastLine};
-use crate::input::{Flow, Input};
-use crate::io::Sink;
+use crate::cli::{Damage, Global, Inputs, Output};
+use sess::event::{self, LastLine};
+use sess::input::{Flow, Input};
+use sess::io::Sink;
 
 const ABOUT: &str = "Expand packed rows (chunk rows, snapshot-delta rows) back into events";
 
@@ -29,25 +28,32 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
 
-    /// Write to FILE (atomically) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
+
+    #[command(flatten)]
+    pub damage: Damage,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = Input::list(&args.files);
-    let mut sink = Sink::open(args.output.as_deref(), &Input::paths(&inputs))?;
+    let inputs = args.inputs.list();
+    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
-    event::each_event(&inputs, g.open_options(), LastLine::Verbatim, |_, ev| {
-        sink.write_all(ev.bytes)?;
-        if ev.newline {
-            sink.write_all(b"\n")?;
-        }
-        Ok(Flow::More)
-    })?;
+    event::each_event(
+        &inputs,
+        args.damage.open_options(g),
+        LastLine::Verbatim,
+        |_, ev| {
+            sink.write_all(ev.bytes)?;
+            if ev.newline {
+                sink.write_all(b"\n")?;
+            }
+            Ok(Flow::More)
+        },
+    )?;
     sink.finish()
 }

@@ -2,19 +2,19 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::Global;
-use crate::frames::Recovery;
-use crate::frames::audit::{self, Audit};
-use crate::input::{self, Flow, Input, OpenOptions};
-use crate::io::sink::is_broken_pipe;
-use crate::io::{Ending, Line, Sink};
-use crate::json;
-use crate::rows;
-use crate::snapshots;
+use crate::cli::{Global, Inputs};
+use sess::frames::Recovery;
+use sess::frames::audit::{self, Audit};
+use sess::input::{self, Flow, Input, OpenOptions};
+use sess::io::sink::is_broken_pipe;
+use sess::io::{Ending, Line, Sink};
+use sess::json;
+use sess::rows;
+use sess::snapshots;
 
 const ABOUT: &str = "Check a log: valid JSON, valid packed rows, contiguous seq, no torn line";
 
@@ -34,8 +34,8 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input files ('-' or none for stdin).
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
 
     /// For compressed files, check only the frames against the index (crc32 of the
     /// compressed bytes), without decompressing.
@@ -171,14 +171,14 @@ impl Checker<'_> {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = Input::list(&args.files);
+    let inputs = args.inputs.list();
     let mut out = Sink::stdout();
     let mut lines = 0u64;
     let mut problems = 0u64;
     // A checker tolerates nothing: any damage to a compressed input is reported.
     let opts = OpenOptions {
         recovery: Recovery::Absolute,
-        ..g.open_options()
+        ..crate::cli::default_open(g)
     };
     for input in &inputs {
         let mut check = Checker {

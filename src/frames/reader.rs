@@ -18,7 +18,7 @@ use super::walk::{ZSTD_MAGIC, is_skippable};
 pub const HOLD_LIMIT: usize = 64 << 20;
 
 /// What to do with damage, after RocksDB's WAL recovery modes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Recovery {
     /// Keep every complete frame and the complete lines of a torn final frame (flagged as
     /// unverified); ignore undecodable bytes at the very end; damage anywhere before the

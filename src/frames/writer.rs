@@ -9,7 +9,7 @@ use super::index::{Entry, Index};
 use crate::json;
 
 /// How frames are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Frames cut by size (and by the window when streaming), then the index.
     Sess,
