@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use sess::durability::Class;
 use sess::frames::{Layout, Recovery};
 use sess::input::{Input, OpenOptions};
+use sess::profile::Class;
 
 use crate::cmd;
 
@@ -153,6 +153,7 @@ pub enum Command {
     Recover(cmd::recover::Args),
     Diff(cmd::diff::Args),
     Verify(cmd::verify::Args),
+    Profiles(cmd::profiles::Args),
     Completions(cmd::completions::Args),
     /// Write the man pages into a folder (for packagers and the man-page test).
     #[command(hide = true)]

@@ -39,6 +39,14 @@ impl Input {
         }
     }
 
+    /// The file, when the input is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Input::Path(p) => Some(p),
+            Input::Stdin => None,
+        }
+    }
+
     /// The name used in messages.
     pub fn name(&self) -> String {
         match self {

@@ -14,8 +14,7 @@
 //! - [`value`]: a JSON value as JavaScript holds one (UTF-16 strings, double numbers).
 
 pub mod delta;
-pub mod dialect;
-pub mod durability;
+pub mod error;
 pub mod event;
 pub mod filter;
 pub mod frames;
@@ -23,6 +22,7 @@ pub mod input;
 pub mod io;
 pub mod json;
 pub mod pack;
+pub mod profile;
 pub mod repair;
 pub mod rows;
 pub mod snapshots;

@@ -16,6 +16,12 @@ fn main() -> ExitCode {
         eprintln!("sess: warning: cannot handle signals: {e}");
     }
     let g = cli.global;
+    for problem in sess::profile::registry::problems() {
+        eprintln!(
+            "sess: warning: a profile in ${}: {problem}",
+            sess::profile::registry::PATH_VAR
+        );
+    }
     let result = match cli.command {
         Command::Cat(args) => cmd::cat::run(args, g),
         Command::Stats(args) => cmd::stats::run(args, g),
@@ -26,6 +32,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => cmd::repair::run(args),
         Command::Recover(args) => cmd::recover::run(args, g),
         Command::Diff(args) => cmd::diff::run(args, g),
+        Command::Profiles(args) => cmd::profiles::run(args),
         Command::Completions(args) => cmd::completions::run(args),
         Command::GenerateMan(args) => cmd::completions::generate_man(args),
     };

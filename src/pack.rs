@@ -11,17 +11,41 @@ use std::io::{self, BufWriter, Write};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crate::frames::FrameWriter;
-use crate::rows;
-use crate::snapshots;
+use std::path::Path;
 
-#[derive(Default)]
+use crate::frames::FrameWriter;
+use crate::profile::{Choice, Chooser, Overrides};
+use crate::rows;
+use crate::snapshots::{self, Group};
+use crate::value::Value;
+
 pub struct Packer {
+    /// Which lines are snapshot frames: the profile says.
+    profile: Chooser,
     chunks: rows::Packer,
     snapshots: snapshots::Encoder,
 }
 
+impl Default for Packer {
+    fn default() -> Packer {
+        Packer::new(Choice::Auto)
+    }
+}
+
 impl Packer {
+    pub fn new(choice: Choice) -> Packer {
+        Packer {
+            profile: Chooser::new(choice, Overrides::default()).expect("no overrides to fail"),
+            chunks: rows::Packer::default(),
+            snapshots: snapshots::Encoder::default(),
+        }
+    }
+
+    /// A new input begins: its profile is chosen again (`path` when it is a file).
+    pub fn start_input(&mut self, path: Option<&Path>) {
+        self.profile.start_input(path);
+    }
+
     /// One logical event (a line without its newline); `newline` is false only for a last
     /// line without one, which is written back so and never packed.
     pub fn event<W: Write + ?Sized>(
@@ -30,10 +54,10 @@ impl Packer {
         newline: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        match self.snapshots.candidate(line).filter(|_| newline) {
-            Some(c) => {
+        match self.snapshot(line).filter(|_| newline) {
+            Some((group, value)) => {
                 self.chunks.finish(out)?;
-                self.snapshots.take(line, c, out)
+                self.snapshots.take(line, group, value, out)
             }
             None => {
                 self.snapshots.finish(out)?;
@@ -42,10 +66,27 @@ impl Packer {
         }
     }
 
-    /// Writes whatever run is open. Call at the end of the input (or of a window).
+    /// The run and value of a snapshot frame the encoder can take.
+    fn snapshot(&mut self, line: &[u8]) -> Option<(Group, Value)> {
+        let p = self.profile.see(line)?;
+        let kind = p.kind_of(line)?;
+        let rule = p.frames.get(kind.as_ref())?;
+        if !rule.snapshot.holds(line) {
+            return None;
+        }
+        let group = (kind.into_owned(), rule.key_of(line));
+        Some((group, snapshots::Encoder::value_of(line)?))
+    }
+
+    /// Writes whatever run is open. Call at the end of a window.
     pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
         self.snapshots.finish(out)?;
         self.chunks.finish(out)
+    }
+
+    /// The input ended: writes whatever run is open (rows never span inputs).
+    pub fn end_input<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
+        self.finish(out)
     }
 
     /// Rows written and the events they hold.
@@ -102,6 +143,8 @@ impl<W: Write> Out<W> {
 
 /// What the reading side of a stream sends.
 pub enum Msg {
+    /// A new input begins (its path, when it is a file).
+    Input(Option<std::path::PathBuf>),
     /// One logical event and whether it had a newline.
     Event(Vec<u8>, bool),
     /// The input ended (the reader reports how, when joined).
@@ -135,6 +178,10 @@ pub fn stream<W: Write>(
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match msg {
+            Ok(Msg::Input(path)) => {
+                packer.end_input(out.writer())?;
+                packer.start_input(path.as_deref());
+            }
             Ok(Msg::Event(line, newline)) => {
                 opened.get_or_insert_with(Instant::now);
                 events += 1;

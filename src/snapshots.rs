@@ -19,9 +19,6 @@ use crate::delta::apply::apply;
 use crate::delta::diff::{Limits, diff};
 use crate::delta::wire::{Decoder, Encoder as WireEncoder};
 use crate::delta::{Op, is_base};
-use crate::dialect;
-use crate::durability::Profile;
-use crate::event;
 use crate::json;
 use crate::value::Value;
 
@@ -95,49 +92,31 @@ struct Run {
     decoder: Decoder,
 }
 
-/// Groups runs of snapshot frames into rows.
+/// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
+/// run, the caller says ([`crate::pack`] asks the profile).
 #[derive(Default)]
 pub struct Encoder {
-    /// `None` until the log tells which producer wrote it.
-    profile: Option<Profile>,
     run: Option<Run>,
     pub rows: u64,
     pub packed_events: u64,
 }
 
+/// A snapshot frame's run: its kind and pairing key.
+pub type Group = (String, Option<Vec<u8>>);
+
 impl Encoder {
-    /// Whether this event is a snapshot frame this encoder would take (and, if so, its
-    /// frame type, pairing key and value). Learns the producer from the log as it goes.
-    pub fn candidate(&mut self, line: &[u8]) -> Option<(String, Option<Vec<u8>>, Value)> {
-        let kind = event::kind(line);
-        let kind = kind.as_deref();
-        if self.profile.is_none()
-            && let Some(d) = dialect::early(line, kind)
-        {
-            self.profile = Some(Profile::for_dialect(d));
-        }
-        let (frame_type, rule) = self
-            .profile
-            .as_ref()
-            .zip(kind)
-            .and_then(|(p, k)| p.frames.get(k).map(|r| (k, r)))?;
-        if !rule.snapshot.holds(line) {
-            return None;
-        }
-        let key = rule
-            .key
-            .as_deref()
-            .map(|f| json::field(line, f).unwrap_or_default().to_vec());
-        // Only events written exactly as sess writes their value can be rebuilt.
-        let value = Value::parse(line).ok().filter(|v| v.to_json() == line)?;
-        Some((frame_type.to_string(), key, value))
+    /// The value of a snapshot frame that can join a row: only a line written exactly as
+    /// sess writes its value can be rebuilt byte for byte.
+    pub fn value_of(line: &[u8]) -> Option<Value> {
+        Value::parse(line).ok().filter(|v| v.to_json() == line)
     }
 
     /// Takes a candidate: it joins the open run, or starts a new one.
     pub fn take<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
-        (frame_type, key, value): (String, Option<Vec<u8>>, Value),
+        (frame_type, key): Group,
+        value: Value,
         out: &mut W,
     ) -> io::Result<()> {
         let joins = self
@@ -221,19 +200,12 @@ mod tests {
     use super::*;
 
     fn pack(lines: &[&str]) -> Vec<u8> {
-        let mut enc = Encoder::default();
+        let mut p = crate::pack::Packer::default();
         let mut out = Vec::new();
         for l in lines {
-            match enc.candidate(l.as_bytes()) {
-                Some(c) => enc.take(l.as_bytes(), c, &mut out).unwrap(),
-                None => {
-                    enc.finish(&mut out).unwrap();
-                    out.extend_from_slice(l.as_bytes());
-                    out.push(b'\n');
-                }
-            }
+            p.event(l.as_bytes(), true, &mut out).unwrap();
         }
-        enc.finish(&mut out).unwrap();
+        p.end_input(&mut out).unwrap();
         out
     }
 

@@ -1,65 +1,34 @@
-//! Where the bytes of a log go: counts and sizes per event type.
+//! Where the bytes of a log go: per input, counts and sizes per kind and what `filter` and
+//! `pack` would write; then totals over all inputs.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::dialect::{Dialect, Sniffer};
-use crate::durability::Profile;
-use crate::event::{self, Event};
-use crate::filter::{Filter, Options, Overrides};
+use crate::event::Event;
+use crate::filter::{Filter, Options};
 use crate::io::Line;
 use crate::pack::Packer;
+use crate::profile::detect::{Detected, Detector};
+use crate::profile::{Choice, Chooser, Overrides, registry};
 
-/// The bucket for lines that have no top-level string `type`.
+/// The bucket for lines that have no kind.
 pub const NO_TYPE: &str = "(no type)";
 
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct TypeStats {
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Tally {
     pub count: u64,
     pub bytes: u64,
     pub largest: u64,
 }
 
-impl TypeStats {
+impl Tally {
     fn add(&mut self, bytes: u64) {
         self.count += 1;
         self.bytes += bytes;
         self.largest = self.largest.max(bytes);
-    }
-}
-
-/// Accumulates statistics line by line; memory grows with the number of distinct types.
-pub struct Stats {
-    by_type: HashMap<String, TypeStats>,
-    total: TypeStats,
-    torn: u64,
-    sniffer: Sniffer,
-    /// Logical events (packed rows expanded) and their bytes.
-    logical: TypeStats,
-    /// What `sess pack` would write for the logical events.
-    packer: Packer,
-    packed: ByteCount,
-    /// What `sess filter` (auto profile, defaults) would write.
-    filter: Filter,
-    filtered: ByteCount,
-}
-
-impl Default for Stats {
-    fn default() -> Stats {
-        Stats {
-            by_type: HashMap::new(),
-            total: TypeStats::default(),
-            torn: 0,
-            sniffer: Sniffer::default(),
-            logical: TypeStats::default(),
-            packer: Packer::default(),
-            packed: ByteCount::default(),
-            filter: Filter::new(None, Overrides::default(), Options::default())
-                .expect("no overrides to fail"),
-            filtered: ByteCount::default(),
-        }
     }
 }
 
@@ -78,23 +47,43 @@ impl std::io::Write for ByteCount {
     }
 }
 
+/// Accumulates the statistics of one input; memory grows with the number of kinds.
+pub struct Stats {
+    name: String,
+    by_kind: HashMap<String, Tally>,
+    lines: Tally,
+    torn: u64,
+    detector: Detector<'static>,
+    /// Reads kinds with the profile a stream would choose.
+    kinds: Chooser,
+    /// Logical events (packed rows expanded) and their bytes.
+    events: Tally,
+    packer: Packer,
+    packed: ByteCount,
+    filter: Filter,
+    filtered: ByteCount,
+}
+
 #[derive(Debug, Serialize)]
-pub struct TypeRow {
+pub struct KindRow {
     #[serde(rename = "type")]
     pub kind: String,
-    /// Its durability class under the profile `sess filter` would choose.
+    /// Its durability class under the profile detected for the input.
     pub class: &'static str,
     pub count: u64,
     pub bytes: u64,
-    /// Share of all bytes, 0..1.
+    /// Share of the input's bytes, 0..1.
     pub share: f64,
     pub largest: u64,
 }
 
+/// What one input holds.
 #[derive(Debug, Serialize)]
-pub struct Report {
-    pub dialect: &'static str,
-    pub dialect_description: &'static str,
+pub struct FileReport {
+    pub file: String,
+    pub dialect: String,
+    pub dialect_description: String,
+    /// Physical lines (a packed row is one).
     pub events: u64,
     pub bytes: u64,
     pub largest: u64,
@@ -108,55 +97,104 @@ pub struct Report {
     pub filter_profile: String,
     pub filtered_bytes: u64,
     /// Sorted by bytes, largest first.
-    pub types: Vec<TypeRow>,
+    pub types: Vec<KindRow>,
+}
+
+/// Every input, and the totals over them.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub files: Vec<FileReport>,
+    pub total: Totals,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Totals {
+    pub files: u64,
+    pub events: u64,
+    pub bytes: u64,
+    pub logical_events: u64,
+    pub logical_bytes: u64,
+    pub packed_bytes: u64,
+    pub filtered_bytes: u64,
 }
 
 impl Stats {
+    /// Statistics of the input named `name` (`path` when it is a file).
+    pub fn new(name: &str, path: Option<&Path>) -> Stats {
+        let mut filter = Filter::new(Choice::Auto, Overrides::default(), Options::default())
+            .expect("no overrides to fail");
+        filter.start_input(path);
+        let mut packer = Packer::default();
+        packer.start_input(path);
+        let mut kinds = Chooser::new(Choice::Auto, Overrides::default()).expect("no overrides");
+        kinds.start_input(path);
+        Stats {
+            name: name.to_string(),
+            by_kind: HashMap::new(),
+            lines: Tally::default(),
+            torn: 0,
+            detector: Detector::new(registry::all(), path),
+            kinds,
+            events: Tally::default(),
+            packer,
+            packed: ByteCount::default(),
+            filter,
+            filtered: ByteCount::default(),
+        }
+    }
+
     /// Counts one logical event; its physical line is counted with the line's first event.
     pub fn add_event(&mut self, ev: &Event<'_>) {
         if ev.starts_line() {
-            self.add(&ev.line);
+            self.add_line(&ev.line);
         }
-        let terminated = ev.newline;
-        self.logical
-            .add(ev.bytes.len() as u64 + u64::from(terminated));
+        self.events
+            .add(ev.bytes.len() as u64 + u64::from(ev.newline));
         // Writing to a counter cannot fail.
-        let _ = self.packer.event(ev.bytes, terminated, &mut self.packed);
-        let _ = self.filter.event(ev.bytes, terminated, &mut self.filtered);
+        let _ = self.packer.event(ev.bytes, ev.newline, &mut self.packed);
+        let _ = self.filter.event(ev.bytes, ev.newline, &mut self.filtered);
     }
 
     /// Counts one physical line.
-    pub fn add(&mut self, line: &Line<'_>) {
+    pub fn add_line(&mut self, line: &Line<'_>) {
         // A line's bytes include its newline: that is what it costs on disk.
         let bytes = line.bytes.len() as u64 + u64::from(line.terminated());
-        let kind = event::kind(line.bytes);
-        self.sniffer.observe(line.bytes, kind.as_deref());
+        self.detector.observe(line.bytes);
+        let kind = match self.kinds.see(line.bytes) {
+            Some(p) => p.kind_of(line.bytes),
+            None => crate::event::kind(line.bytes),
+        };
         let key = kind.as_deref().unwrap_or(NO_TYPE);
-        match self.by_type.get_mut(key) {
+        match self.by_kind.get_mut(key) {
             Some(s) => s.add(bytes),
             None => {
-                let mut s = TypeStats::default();
+                let mut s = Tally::default();
                 s.add(bytes);
-                self.by_type.insert(key.to_string(), s);
+                self.by_kind.insert(key.to_string(), s);
             }
         }
-        self.total.add(bytes);
+        self.lines.add(bytes);
         self.torn += u64::from(!line.terminated());
     }
 
-    pub fn dialect(&self) -> Dialect {
-        self.sniffer.finish()
+    /// What the input was.
+    pub fn detected(&self) -> Detected {
+        self.detector.finish()
     }
 
-    pub fn report(&mut self) -> Report {
-        let _ = self.packer.finish(&mut self.packed);
-        let _ = self.filter.finish(&mut self.filtered);
-        let profile = Profile::for_dialect(self.dialect());
-        let total = self.total.bytes.max(1) as f64;
-        let mut types: Vec<TypeRow> = self
-            .by_type
+    pub fn report(mut self) -> FileReport {
+        let _ = self.packer.end_input(&mut self.packed);
+        let _ = self.filter.end_input(&mut self.filtered);
+        let detected = self.detected();
+        let profile = detected
+            .profile
+            .clone()
+            .unwrap_or_else(crate::profile::Profile::none);
+        let total = self.lines.bytes.max(1) as f64;
+        let mut types: Vec<KindRow> = self
+            .by_kind
             .iter()
-            .map(|(k, s)| TypeRow {
+            .map(|(k, s)| KindRow {
                 kind: k.clone(),
                 class: profile
                     .classify((k != NO_TYPE).then_some(k.as_str()))
@@ -168,16 +206,16 @@ impl Stats {
             })
             .collect();
         types.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.kind.cmp(&b.kind)));
-        let dialect = self.dialect();
-        Report {
-            dialect: dialect.name(),
-            dialect_description: dialect.describe(),
-            events: self.total.count,
-            bytes: self.total.bytes,
-            largest: self.total.largest,
+        FileReport {
+            file: self.name,
+            dialect: detected.dialect,
+            dialect_description: detected.describe,
+            events: self.lines.count,
+            bytes: self.lines.bytes,
+            largest: self.lines.largest,
             torn_lines: self.torn,
-            logical_events: self.logical.count,
-            logical_bytes: self.logical.bytes,
+            logical_events: self.events.count,
+            logical_bytes: self.events.bytes,
             packed_bytes: self.packed.0,
             filter_profile: self
                 .filter
@@ -191,6 +229,63 @@ impl Stats {
 }
 
 impl Report {
+    pub fn new(files: Vec<FileReport>) -> Report {
+        let mut total = Totals::default();
+        for f in &files {
+            total.files += 1;
+            total.events += f.events;
+            total.bytes += f.bytes;
+            total.logical_events += f.logical_events;
+            total.logical_bytes += f.logical_bytes;
+            total.packed_bytes += f.packed_bytes;
+            total.filtered_bytes += f.filtered_bytes;
+        }
+        Report { files, total }
+    }
+
+    /// Tables for people: a section per input (headed by its name when there are several),
+    /// then the totals.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let several = self.files.len() > 1;
+        for f in &self.files {
+            if several {
+                let _ = writeln!(out, "== {}", f.file);
+            }
+            out += &f.render();
+            if several {
+                out.push('\n');
+            }
+        }
+        if several {
+            let t = &self.total;
+            let _ = writeln!(
+                out,
+                "== total: {} inputs, {} lines, {} ({} logical events in {})",
+                t.files,
+                t.events,
+                human_bytes(t.bytes),
+                t.logical_events,
+                human_bytes(t.logical_bytes)
+            );
+            let _ = writeln!(
+                out,
+                "sess filter would write: {} ({:.1}% of the logical bytes)",
+                human_bytes(t.filtered_bytes),
+                percent(t.filtered_bytes, t.logical_bytes)
+            );
+            let _ = writeln!(
+                out,
+                "sess pack would write: {} ({:.1}% of the logical bytes)",
+                human_bytes(t.packed_bytes),
+                percent(t.packed_bytes, t.logical_bytes)
+            );
+        }
+        out
+    }
+}
+
+impl FileReport {
     /// A table for people.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -306,11 +401,11 @@ mod tests {
 
     #[test]
     fn counts_bytes_per_type() {
-        let mut s = Stats::default();
-        s.add(&line(br#"{"type":"a"}"#, true));
-        s.add(&line(br#"{"type":"a","x":12345}"#, true));
-        s.add(&line(br#"{"type":"b"}"#, false));
-        s.add(&line(b"[1]", true));
+        let mut s = Stats::new("t", None);
+        s.add_line(&line(br#"{"type":"a"}"#, true));
+        s.add_line(&line(br#"{"type":"a","x":12345}"#, true));
+        s.add_line(&line(br#"{"type":"b"}"#, false));
+        s.add_line(&line(b"[1]", true));
         let r = s.report();
         assert_eq!(r.events, 4);
         assert_eq!(r.bytes, 13 + 23 + 12 + 4);

@@ -390,7 +390,8 @@ fn stats_tells_the_dialect_of_every_fixture() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{f}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &all["files"][0];
         assert_eq!(v["dialect"], dialect, "{f}");
         let input = std::fs::read_to_string(testdata(f)).unwrap();
         assert_eq!(v["events"], input.lines().count(), "{f}");
@@ -418,7 +419,8 @@ fn stats_counts_the_pi_old_fixture_exactly() {
         .arg(testdata("pi-old.jsonl"))
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &all["files"][0];
     let row = |t: &str| {
         v["types"]
             .as_array()
@@ -479,7 +481,8 @@ fn conformance_pi_sessions_and_dsh_fixtures_are_read() {
         }
         let out = sess().args(["stats", "--json"]).arg(f).output().unwrap();
         assert!(out.status.success(), "{}", f.display());
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &all["files"][0];
         assert_eq!(v["bytes"], input.len(), "{}", f.display());
         sess().arg("verify").arg(f).assert().success();
     }
@@ -487,7 +490,8 @@ fn conformance_pi_sessions_and_dsh_fixtures_are_read() {
         let dir = conformance("pi-sessions");
         for f in files_in(&dir, ".jsonl") {
             let out = sess().args(["stats", "--json"]).arg(&f).output().unwrap();
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let v = &all["files"][0];
             assert_eq!(v["dialect"], "pi-session", "{}", f.display());
         }
     }
@@ -507,7 +511,8 @@ fn conformance_pi_streams_dialects() {
             .arg(dir.join(f))
             .output()
             .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &all["files"][0];
         assert_eq!(v["dialect"], dialect, "{f}");
     }
 }

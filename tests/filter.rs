@@ -295,7 +295,8 @@ fn stats_shows_classes_and_what_filter_saves() {
         .arg(testdata("pi-new.jsonl"))
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &all["files"][0];
     let class = |t: &str| {
         v["types"]
             .as_array()
@@ -370,12 +371,12 @@ fn conformance_pi_streams_filter_keeps_every_fact() {
 
 #[test]
 fn a_last_line_without_newline_stays_a_line_of_its_own() {
-    use sess::durability::Profile;
-    use sess::filter::{Filter, Options, Overrides};
+    use sess::filter::{Filter, Options};
+    use sess::profile::{Choice, Overrides, registry};
     // An orphaned run is written at the end, after a fact that had no newline: the fact
     // gets its newline rather than being glued to the run.
     let mut f = Filter::new(
-        Some(Profile::pi()),
+        Choice::fixed(registry::builtin("pi").unwrap()),
         Overrides::default(),
         Options::default(),
     )
@@ -390,7 +391,7 @@ fn a_last_line_without_newline_stays_a_line_of_its_own() {
     )
     .unwrap();
     f.event(b"{\"type\":\"last\"}", false, &mut out).unwrap();
-    f.finish(&mut out).unwrap();
+    f.end_input(&mut out).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "{\"type\":\"message_start\"}\n{\"type\":\"last\"}\n{\"type\":\"message_update\",\"message\":{}}\n"

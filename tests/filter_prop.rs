@@ -4,8 +4,8 @@
 //! right before the event that proves them orphaned.
 
 use proptest::prelude::*;
-use sess::durability::Profile;
-use sess::filter::{Filter, Options, Overrides};
+use sess::filter::{Filter, Options};
+use sess::profile::{Choice, Overrides, registry};
 
 #[derive(Debug, Clone)]
 enum Ev {
@@ -146,12 +146,17 @@ fn filter(evs: &[Ev], keep_boundaries: bool) -> Vec<String> {
         keep_boundaries,
         ..Options::default()
     };
-    let mut f = Filter::new(Some(Profile::pi()), Overrides::default(), opts).unwrap();
+    let mut f = Filter::new(
+        Choice::fixed(registry::builtin("pi").unwrap()),
+        Overrides::default(),
+        opts,
+    )
+    .unwrap();
     let mut out = Vec::new();
     for e in evs {
         f.event(render(e).as_bytes(), true, &mut out).unwrap();
     }
-    f.finish(&mut out).unwrap();
+    f.end_input(&mut out).unwrap();
     String::from_utf8(out)
         .unwrap()
         .lines()

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sess::durability::{Class, Profile};
+use sess::profile::{Choice, Class, Overrides, registry};
 use sess::event;
-use sess::filter::{Filter, Options, Overrides};
+use sess::filter::{Filter, Options};
 
 fuzz_target!(|data: &[u8]| {
     let include_live = data.first().is_some_and(|b| b & 1 == 1);
@@ -15,8 +15,8 @@ fuzz_target!(|data: &[u8]| {
         max_frame_bytes: cap,
         ..Options::default()
     };
-    let profile = Profile::pi();
-    let mut f = Filter::new(Some(profile.clone()), Overrides::default(), opts).unwrap();
+    let profile = registry::builtin("pi").unwrap();
+    let mut f = Filter::new(Choice::fixed(profile.clone()), Overrides::default(), opts).unwrap();
     let mut out = Vec::new();
     let mut facts: Vec<&[u8]> = Vec::new();
     for line in data.split_inclusive(|&b| b == b'\n') {
@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         }
         f.event(body, nl, &mut out).unwrap();
     }
-    f.finish(&mut out).unwrap();
+    f.end_input(&mut out).unwrap();
     let lines: Vec<&[u8]> = out
         .split_inclusive(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\n").unwrap_or(l))

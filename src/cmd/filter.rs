@@ -3,11 +3,11 @@
 use anyhow::Result;
 
 use crate::cli::{ClassArg, Damage, Global, Inputs, Output};
-use sess::durability::{Class, Profile};
 use sess::event::{self, LastLine};
-use sess::filter::{Filter, Options, Overrides};
+use sess::filter::{Filter, Options};
 use sess::input::{Flow, Input};
 use sess::io::Sink;
+use sess::profile::{Choice, Class, Overrides};
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
 
@@ -26,9 +26,10 @@ close over: turn_end keeps {type, messageRole, toolResultCount} and agent_end ke
 With --include-live-events, frames and mirrors are kept, each bounded to --max-frame-bytes: \
 a larger one keeps its type, its identifiers (clipped), and the tail of its text after \
 '[live output truncated]'. Facts and successors are never bounded.\n\n\
-Profiles: auto (the default; chosen from the header line and type vocabulary), pi, dsh, \
-none, or a profile file (see docs/FORMAT.md); --frame, --mirror, --boundary and --fact \
-adjust whichever profile is chosen.";
+Profiles: auto (the default; chosen per input from its header line, type vocabulary or file \
+name), none, a profile's name ('sess profiles' lists them), or a profile file (see \
+docs/FORMAT.md); --frame, --mirror, --boundary and --fact adjust whichever profile is \
+chosen.";
 
 const EXAMPLES: &str = "Examples:
   sess filter run.jsonl > run.facts.jsonl
@@ -42,8 +43,9 @@ pub struct Args {
     #[command(flatten)]
     pub inputs: Inputs,
 
-    /// auto, pi, dsh, none, or the path of a profile file.
-    #[arg(long, value_name = "PROFILE", default_value = "auto")]
+    /// The producer's profile: auto (detected per input), none, one of those 'sess
+    /// profiles' lists, or the path of a profile file.
+    #[arg(long, value_name = "PROFILE", default_value = "auto", long_help = profile_help())]
     pub profile: String,
 
     /// Treat TYPE as a frame whose successor is SUCCESSOR (repeatable). Such frames are
@@ -91,15 +93,13 @@ pub struct Args {
     pub damage: Damage,
 }
 
-/// A built-in profile by name, `None` for auto, or a profile file.
-pub fn profile_arg(arg: &str) -> Result<Option<Profile>> {
-    Ok(match arg {
-        "auto" => None,
-        "pi" => Some(Profile::pi()),
-        "dsh" => Some(Profile::dsh()),
-        "none" => Some(Profile::empty()),
-        path => Some(Profile::from_file(path.as_ref())?),
-    })
+fn profile_help() -> String {
+    format!(
+        "The producer's profile: auto (the default: detected per input from its first telling \
+         line), none (every line a fact), a profile's name ({}; 'sess profiles' describes \
+         them), or the path of a profile file (docs/FORMAT.md, \"Profile files\").",
+        sess::profile::registry::names().join(", ")
+    )
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
@@ -115,27 +115,47 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
         only: args.only.map(Class::from),
     };
-    // Check the flags before any output is created.
-    overrides.apply(&mut Profile::empty())?;
-    let mut filter = Filter::new(profile_arg(&args.profile)?, overrides, opts)?;
+    // The flags are checked before any output is created.
+    let mut filter = Filter::new(Choice::parse(&args.profile)?, overrides, opts)?;
     let inputs = args.inputs.list();
     let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
-    event::each_event(
-        &inputs,
-        args.damage.open_options(g),
-        LastLine::Records,
-        |_, ev| {
-            filter.event(ev.bytes, ev.newline, &mut sink)?;
-            Ok(Flow::More)
-        },
-    )?;
-    filter.finish(&mut sink)?;
-    sink.finish()?;
-    if args.stats {
+    let mut used: Vec<(String, String)> = Vec::new();
+    for input in &inputs {
+        filter.start_input(input.path());
+        event::each_event(
+            std::slice::from_ref(input),
+            args.damage.open_options(g),
+            LastLine::Records,
+            |_, ev| {
+                filter.event(ev.bytes, ev.newline, &mut sink)?;
+                Ok(Flow::More)
+            },
+        )?;
+        filter.end_input(&mut sink)?;
         let profile = filter
             .profile()
             .map_or("none (undecided)", |p| p.name.as_str());
-        eprint!("sess filter: profile {profile}\n{}", filter.render_counts());
+        used.push((input.name(), profile.to_string()));
+    }
+    sink.finish()?;
+    if args.stats {
+        eprint!(
+            "sess filter: profile {}\n{}",
+            profiles_used(&used),
+            filter.render_counts()
+        );
     }
     Ok(())
+}
+
+/// `pi`, or `pi (a.jsonl), dsh (b.jsonl)` when the inputs differ.
+fn profiles_used(used: &[(String, String)]) -> String {
+    match used {
+        [(_, first), rest @ ..] if rest.iter().all(|(_, p)| p == first) => first.clone(),
+        _ => used
+            .iter()
+            .map(|(input, p)| format!("{p} ({input})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod diff;
 pub mod filter;
 pub mod pack;
+pub mod profiles;
 pub mod recover;
 pub mod repair;
 pub mod stats;

@@ -1,6 +1,7 @@
 //! `sess pack`: store runs of chunk deltas as packed rows, in checksummed zstd frames.
 
 use std::io::{self, IsTerminal};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -118,17 +119,20 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         )?
     } else {
         let mut events = 0u64;
-        event::each_event(
-            &inputs,
-            args.damage.open_options(g),
-            LastLine::Verbatim,
-            |_, ev| {
-                events += 1;
-                packer.event(ev.bytes, ev.newline, out.writer())?;
-                Ok(Flow::More)
-            },
-        )?;
-        packer.finish(out.writer())?;
+        for input in &inputs {
+            packer.start_input(input.path());
+            event::each_event(
+                std::slice::from_ref(input),
+                args.damage.open_options(g),
+                LastLine::Verbatim,
+                |_, ev| {
+                    events += 1;
+                    packer.event(ev.bytes, ev.newline, out.writer())?;
+                    Ok(Flow::More)
+                },
+            )?;
+            packer.end_input(out.writer())?;
+        }
         out.finish()?.finish()?;
         events
     };
@@ -161,15 +165,27 @@ fn pack_stream(
     });
     let inputs = inputs.to_vec();
     let reader = std::thread::spawn(move || {
-        let read = event::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
-            let line = Msg::Event(ev.bytes.to_vec(), ev.newline);
-            // A closed channel means the writer failed; it reports why.
-            Ok(if tx.send(line).is_ok() {
-                Flow::More
-            } else {
-                Flow::Stop
-            })
-        });
+        let mut read = Ok(());
+        for input in &inputs {
+            let _ = tx.send(Msg::Input(input.path().map(Path::to_path_buf)));
+            read = event::each_event(
+                std::slice::from_ref(input),
+                opts,
+                LastLine::Verbatim,
+                |_, ev| {
+                    let line = Msg::Event(ev.bytes.to_vec(), ev.newline);
+                    // A closed channel means the writer failed; it reports why.
+                    Ok(if tx.send(line).is_ok() {
+                        Flow::More
+                    } else {
+                        Flow::Stop
+                    })
+                },
+            );
+            if read.is_err() {
+                break;
+            }
+        }
         let _ = tx.send(Msg::Done);
         read
     });

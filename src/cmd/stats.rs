@@ -8,7 +8,7 @@ use crate::cli::{Damage, Global, Inputs};
 use sess::event::{self, LastLine};
 use sess::input::Flow;
 use sess::io::Sink;
-use sess::stats::Stats;
+use sess::stats::{Report, Stats};
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
 
@@ -17,11 +17,12 @@ bytes (with the newline), share of all bytes and largest line, then totals, and 
 of the log (pi session file, pi --mode json old or new generation, DeepSeek Harness, op list) \
 told from its header and type vocabulary. Packed rows are counted as lines of their own \
 type; the number of logical events they hold, and the bytes 'sess pack' would write, follow \
-the table. Several inputs are counted together.";
+the table. Each input gets its own section, with its own dialect, and several inputs end \
+with their totals.";
 
 const EXAMPLES: &str = "Examples:
   sess stats run.jsonl
-  sess stats --json run.jsonl.zst | jq '.types[] | select(.share > 0.1) | .type'";
+  sess stats --json run.jsonl.zst | jq '.files[0].types[] | select(.share > 0.1) | .type'";
 
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
@@ -39,18 +40,22 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.inputs.list();
-    let mut stats = Stats::default();
-    // Verbatim: stats counts a torn last line as what it is rather than dropping it.
-    event::each_event(
-        &inputs,
-        args.damage.open_options(g),
-        LastLine::Verbatim,
-        |_, ev| {
-            stats.add_event(ev);
-            Ok(Flow::More)
-        },
-    )?;
-    let report = stats.report();
+    let mut files = Vec::new();
+    for input in &inputs {
+        let mut stats = Stats::new(&input.name(), input.path());
+        // Verbatim: stats counts a torn last line as what it is rather than dropping it.
+        event::each_event(
+            std::slice::from_ref(input),
+            args.damage.open_options(g),
+            LastLine::Verbatim,
+            |_, ev| {
+                stats.add_event(ev);
+                Ok(Flow::More)
+            },
+        )?;
+        files.push(stats.report());
+    }
+    let report = Report::new(files);
     let mut out = Sink::stdout();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;

@@ -77,6 +77,19 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
     }
 }
 
+/// Whether a line looks like a batch: a bare `WireOp[]`, or a record whose `ops` (or
+/// `value`) is an array. Read from the raw bytes, for telling op lists from other logs.
+pub fn is_batch(line: &[u8]) -> bool {
+    let i = json::skip_ws(line, 0);
+    match line.get(i) {
+        Some(b'[') => true,
+        Some(b'{') => json::field(line, "ops")
+            .or_else(|| json::field(line, "value"))
+            .is_some_and(|v| v.starts_with(b"[")),
+        _ => false,
+    }
+}
+
 /// What a backwards scan needs of a line, read from its raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peek<'a> {

@@ -112,7 +112,10 @@ impl<W: Write> FrameWriter<W> {
 
     /// Writes what is pending (a last line without newline included) and the index.
     pub fn finish(mut self) -> io::Result<(W, Index)> {
-        if !self.pending.is_empty() {
+        // DSH's layout has no index; an empty log is then one empty frame, so that the file
+        // is still a zstd stream (stock zstd refuses an empty file).
+        let empty_dsh = self.opts.layout == Layout::Dsh && self.ledger.index.entries.is_empty();
+        if !self.pending.is_empty() || empty_dsh {
             let n = self.pending.len();
             self.emit(n)?;
         }

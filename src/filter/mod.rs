@@ -1,44 +1,20 @@
 //! The streaming filter: facts through byte for byte, frames dropped (or bounded), a frame run
-//! that never gets its successor kept as facts, boundaries projected.
+//! that never gets its successor kept as facts, boundaries projected. What each kind is
+//! comes from the profile in force ([`crate::profile`]); this module knows no producer.
 //!
 //! Memory holds at most one snapshot frame per open run, or the open run of delta frames.
 
+pub mod bound;
+pub mod project;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::dialect;
-use crate::durability::{self, Class, Profile};
-use crate::event;
-use crate::json;
-
-/// The customizations given on the command line, applied to whichever profile is chosen.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    pub frames: Vec<String>,
-    pub mirrors: Vec<String>,
-    pub boundaries: Vec<String>,
-    pub facts: Vec<String>,
-}
-
-impl Overrides {
-    pub fn apply(&self, p: &mut Profile) -> anyhow::Result<()> {
-        for f in &self.frames {
-            p.add_frame_flag(f)?;
-        }
-        for t in &self.mirrors {
-            p.add_mirror(t);
-        }
-        for t in &self.boundaries {
-            p.add_boundary(t);
-        }
-        for t in &self.facts {
-            p.set_fact(t);
-        }
-        Ok(())
-    }
-}
+use crate::error::Result;
+use crate::profile::{Choice, Chooser, Class, Overrides, Profile};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -148,9 +124,7 @@ impl OpenRuns {
 }
 
 pub struct Filter {
-    /// `None` until `auto` has seen enough to choose.
-    profile: Option<Profile>,
-    overrides: Overrides,
+    profile: Chooser,
     opts: Options,
     open: OpenRuns,
     pub counts: BTreeMap<Class, Counts>,
@@ -161,36 +135,27 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// `profile` is `None` for `auto`: chosen from the header line and type vocabulary.
-    pub fn new(
-        profile: Option<Profile>,
-        overrides: Overrides,
-        opts: Options,
-    ) -> anyhow::Result<Filter> {
-        let mut f = Filter {
-            profile: None,
-            overrides,
+    /// Fails when the overrides do not apply (a malformed `--frame`).
+    pub fn new(choice: Choice, overrides: Overrides, opts: Options) -> Result<Filter> {
+        Ok(Filter {
+            profile: Chooser::new(choice, overrides)?,
             opts,
             open: OpenRuns::default(),
             counts: BTreeMap::new(),
             dropped_unboundable: 0,
             unterminated: false,
-        };
-        if let Some(p) = profile {
-            f.set_profile(p)?;
-        }
-        Ok(f)
+        })
     }
 
-    fn set_profile(&mut self, mut p: Profile) -> anyhow::Result<()> {
-        self.overrides.apply(&mut p)?;
-        self.profile = Some(p);
-        Ok(())
+    /// A new input begins (`path` when it is a file): an `auto` profile is chosen again.
+    /// Call [`Filter::end_input`] at its end.
+    pub fn start_input(&mut self, path: Option<&Path>) {
+        self.profile.start_input(path);
     }
 
-    /// The profile in use, once chosen.
+    /// The profile in force, once chosen.
     pub fn profile(&self) -> Option<&Profile> {
-        self.profile.as_ref()
+        self.profile.current()
     }
 
     /// One logical event (without newline). `terminated` is false only for a last line
@@ -201,18 +166,14 @@ impl Filter {
         terminated: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        let kind = event::kind(line);
+        let (class, kind) = match self.profile.see(line) {
+            Some(p) => {
+                let kind = p.kind_of(line);
+                (p.classify(kind.as_deref()), kind)
+            }
+            None => (Class::Fact, None),
+        };
         let kind = kind.as_deref();
-        if self.profile.is_none()
-            && let Some(d) = dialect::early(line, kind)
-        {
-            self.set_profile(Profile::for_dialect(d))
-                .map_err(io::Error::other)?;
-        }
-        let class = self
-            .profile
-            .as_ref()
-            .map_or(Class::Fact, |p| p.classify(kind));
         let c = self.counts.entry(class).or_default();
         c.events_in += 1;
         c.bytes_in += line.len() as u64 + u64::from(terminated);
@@ -237,7 +198,8 @@ impl Filter {
                 Ok(())
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
-                match durability::bound(line, self.opts.max_frame_bytes) {
+                let how = &self.profile.current().expect("classified by it").bound;
+                match bound::bound(line, self.opts.max_frame_bytes, how) {
                     Some(b) => self.write(class, &b, true, out),
                     None => {
                         self.dropped_unboundable += 1;
@@ -247,19 +209,26 @@ impl Filter {
             }
             Class::Frame | Class::Mirror => Ok(()),
             Class::Boundary => {
-                let how = self
-                    .profile
-                    .as_ref()
-                    .and_then(|p| p.boundaries.get(kind.unwrap_or_default()).copied());
-                match how
-                    .filter(|_| !self.opts.keep_boundaries)
-                    .and_then(|h| durability::project(line, h))
-                {
+                let k = kind.unwrap_or_default();
+                self.close_runs(k, line);
+                let projected = match self.profile.current() {
+                    Some(p) if !self.opts.keep_boundaries => p
+                        .boundaries
+                        .get(k)
+                        .and_then(|how| project::project(line, how)),
+                    _ => None,
+                };
+                match projected {
                     Some(p) => self.write(class, &p, terminated, out),
                     None => self.write(class, line, terminated, out),
                 }
             }
         }
+    }
+
+    /// The input ended: writes every run still open (no successor will come).
+    pub fn end_input<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.finish(out)
     }
 
     /// Writes every run still open: the input ended, so no successor will come.
@@ -306,7 +275,7 @@ impl Filter {
     /// Writes the runs that event type `k` proves will never get their successor: those
     /// of the frame types `k` opens (a new message), or every run if `k` closes them all.
     fn prove_orphans<W: Write>(&mut self, k: &str, out: &mut W) -> io::Result<()> {
-        let Some(p) = &self.profile else {
+        let Some(p) = self.profile.current() else {
             return Ok(());
         };
         let closes_all = p.closers.contains(k);
@@ -328,27 +297,25 @@ impl Filter {
 
     /// A successor arrived: the runs it closes carried nothing it does not.
     fn close_runs(&mut self, k: &str, line: &[u8]) {
-        let Some(p) = &self.profile else { return };
+        let Some(p) = self.profile.current() else {
+            return;
+        };
         for (frame_type, rule) in &p.frames {
-            if rule.successor != k {
-                continue;
+            if rule.successor == k {
+                self.open.close(frame_type, rule.key_of(line));
             }
-            let key = rule
-                .key
-                .as_deref()
-                .map(|f| json::field(line, f).unwrap_or_default().to_vec());
-            self.open.close(frame_type, key);
         }
     }
 
     fn pend(&mut self, frame_type: &str, line: &[u8], terminated: bool) {
-        let Some(rule) = self.profile.as_ref().and_then(|p| p.frames.get(frame_type)) else {
+        let Some(rule) = self
+            .profile
+            .current()
+            .and_then(|p| p.frames.get(frame_type))
+        else {
             return;
         };
-        let key = rule
-            .key
-            .as_deref()
-            .map(|f| json::field(line, f).unwrap_or_default().to_vec());
+        let key = rule.key_of(line);
         let snapshot = rule.snapshot.holds(line);
         let run = self.open.get_or_open(frame_type, key);
         // A snapshot carries the whole value so far: it supersedes what the run held. The

@@ -1,0 +1,118 @@
+//! The library's errors: what went wrong, and where (file, line, column, byte offset).
+//! The binary turns them into its one-line messages; nothing here prints.
+
+use std::fmt;
+use std::io;
+
+/// Where in the input something is: a file (or `<stdin>`), and as far as known a line, a
+/// column and a byte offset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+impl Place {
+    pub fn file(file: &str) -> Place {
+        Place {
+            file: file.to_string(),
+            ..Place::default()
+        }
+    }
+
+    pub fn line(file: &str, line: u64) -> Place {
+        Place {
+            line: Some(line),
+            ..Place::file(file)
+        }
+    }
+
+    pub fn column(mut self, column: u64) -> Place {
+        self.column = Some(column);
+        self
+    }
+
+    pub fn offset(mut self, offset: u64) -> Place {
+        self.offset = Some(offset);
+        self
+    }
+}
+
+/// `file[:line[:column]]`; the byte offset, when known, ends the message instead.
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+            if let Some(c) = self.column {
+                write!(f, ":{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn offset_suffix(place: &Place) -> String {
+    place
+        .offset
+        .map_or(String::new(), |o| format!(" (byte offset {o})"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing failed. `what` says what sess was doing ("cannot open").
+    #[error("{place}: {what}: {source}{}", offset_suffix(place))]
+    Io {
+        place: Place,
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The input is not what it must be: invalid JSON in a row, a bad row or batch, a file
+    /// of the wrong kind.
+    #[error("{place}: {message}{}", offset_suffix(place))]
+    Invalid { place: Place, message: String },
+    /// A profile (a file, a flag) that cannot be used.
+    #[error("{0}")]
+    Profile(String),
+    /// An output that cannot be written as asked (a directory, one of the inputs).
+    #[error("{path}: {message}")]
+    Output { path: String, message: String },
+}
+
+impl Error {
+    pub fn io(place: Place, what: &'static str, source: io::Error) -> Error {
+        Error::Io {
+            place,
+            what,
+            source,
+        }
+    }
+
+    pub fn invalid(place: Place, message: impl Into<String>) -> Error {
+        Error::Invalid {
+            place,
+            message: message.into(),
+        }
+    }
+
+    /// Whether the error comes from writing to a closed pipe (`sess cat x | head -1`).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Adds a place to an I/O error: `.at(place, "cannot read")`.
+pub trait IoContext<T> {
+    fn at(self, place: Place, what: &'static str) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, place: Place, what: &'static str) -> Result<T> {
+        self.map_err(|e| Error::io(place, what, e))
+    }
+}

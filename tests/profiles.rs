@@ -1,0 +1,140 @@
+//! Producers are data: a new producer is one profile file. Here a toy producer, unknown to
+//! sess's code, is recognised, filtered, projected and packed from its profile alone,
+//! placed where `SESS_PROFILES` points (or given with `--profile FILE`).
+
+mod common;
+
+use common::{sess, stdout_ok};
+use predicates::prelude::*;
+
+const TOY: &str = r#"{
+  "name": "toy",
+  "describe": "a toy producer's job log",
+  "checked": ["toy 1.0"],
+  "recognise": {
+    "header": [{"kind": "toy_header", "has": ["toyVersion"]}],
+    "kinds": ["toy_tick", "toy_done", "toy_summary", "toy_echo"]
+  },
+  "dialect": "toy-log",
+  "variants": [
+    {"name": "toy-log-2", "describe": "toy 2 job log", "when": {"first": "toy_header", "equals": {"toyVersion": 2}}}
+  ],
+  "kind": {"sub": {"toy_event": "event.kind"}},
+  "frames": {
+    "toy_tick": {"successor": "toy_done", "key": "job", "snapshot": "always"},
+    "toy_event:progress": {"successor": "toy_event:finished", "key": "event.job"}
+  },
+  "mirrors": ["toy_echo"],
+  "boundaries": {
+    "toy_summary": {"replace": [{"field": "jobs", "count": "jobCount"}, {"field": "detail.log", "drop": true}]}
+  }
+}"#;
+
+fn toy_log() -> String {
+    let mut log = String::from("{\"type\":\"toy_header\",\"toyVersion\":2}\n");
+    for i in 0..5 {
+        log += &format!(
+            "{{\"type\":\"toy_tick\",\"job\":\"a\",\"out\":\"{}\"}}\n",
+            "x".repeat(i)
+        );
+    }
+    log += "{\"type\":\"toy_echo\",\"of\":\"tick\"}\n";
+    log += "{\"type\":\"toy_done\",\"job\":\"a\",\"out\":\"xxxx\"}\n";
+    log += "{\"type\":\"toy_event\",\"event\":{\"kind\":\"progress\",\"job\":\"b\"}}\n";
+    log += "{\"type\":\"toy_event\",\"event\":{\"kind\":\"finished\",\"job\":\"b\"}}\n";
+    log += "{\"type\":\"toy_summary\",\"jobs\":[1,2],\"detail\":{\"log\":\"long\",\"ok\":true}}\n";
+    log
+}
+
+#[test]
+fn a_producer_is_one_profile_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    std::fs::write(profiles.join("toy.json"), TOY).unwrap();
+    let log = dir.path().join("job.jsonl");
+    std::fs::write(&log, toy_log()).unwrap();
+    let with_toy = |args: &[&str]| {
+        let mut c = sess();
+        c.env("SESS_PROFILES", &profiles).args(args).arg(&log);
+        c
+    };
+    // Listed, and recognised automatically (its header decides), with its variant.
+    sess()
+        .env("SESS_PROFILES", &profiles)
+        .arg("profiles")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("toy").and(predicate::str::contains("toy 1.0")));
+    let stats = stdout_ok(&mut with_toy(&["stats", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    assert_eq!(v["files"][0]["dialect"], "toy-log-2");
+    assert_eq!(v["files"][0]["filter_profile"], "toy");
+    let class = |kind: &str| {
+        v["files"][0]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == kind)
+            .map(|t| t["class"].as_str().unwrap().to_string())
+    };
+    assert_eq!(class("toy_tick").as_deref(), Some("frame"));
+    assert_eq!(class("toy_event:progress").as_deref(), Some("frame"));
+    assert_eq!(class("toy_echo").as_deref(), Some("mirror"));
+    assert_eq!(class("toy_summary").as_deref(), Some("boundary"));
+    // Filtered by its rules: ticks and the progress event go (their successors carry them),
+    // echoes go, the summary is projected.
+    let want = concat!(
+        "{\"type\":\"toy_header\",\"toyVersion\":2}\n",
+        "{\"type\":\"toy_done\",\"job\":\"a\",\"out\":\"xxxx\"}\n",
+        "{\"type\":\"toy_event\",\"event\":{\"kind\":\"finished\",\"job\":\"b\"}}\n",
+        "{\"type\":\"toy_summary\",\"jobCount\":2,\"detail\":{\"ok\":true}}\n",
+    );
+    with_toy(&["filter"]).assert().success().stdout(want);
+    // The same profile given as a file, without SESS_PROFILES.
+    sess()
+        .arg("filter")
+        .arg("--profile")
+        .arg(profiles.join("toy.json"))
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout(want);
+    // Its snapshot frames become snapshot-delta rows, and come back byte for byte.
+    let packed = stdout_ok(&mut with_toy(&["pack", "--plain"]));
+    assert!(String::from_utf8_lossy(&packed).contains("{\"type\":\"snapshot-deltas\""));
+    sess()
+        .arg("unpack")
+        .write_stdin(packed)
+        .assert()
+        .success()
+        .stdout(toy_log());
+    // Without the profile, the log is unknown and every line a fact.
+    sess()
+        .arg("filter")
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout(toy_log());
+}
+
+#[test]
+fn a_broken_profile_in_the_path_is_reported_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.json"), "{\"frames\": 7}").unwrap();
+    sess()
+        .env("SESS_PROFILES", dir.path())
+        .arg("profiles")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pi"))
+        .stderr(predicate::str::contains(
+            "bad.json: not a valid profile file",
+        ));
+    sess()
+        .args(["filter", "--profile", "nonesuch"])
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown profile 'nonesuch'"));
+}
