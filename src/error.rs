@@ -22,6 +22,11 @@ impl Place {
         }
     }
 
+    /// No file: stdout, whose errors read "cannot write to stdout".
+    pub fn stdout() -> Place {
+        Place::default()
+    }
+
     pub fn line(file: &str, line: u64) -> Place {
         Place {
             line: Some(line),
@@ -60,10 +65,19 @@ fn offset_suffix(place: &Place) -> String {
         .map_or(String::new(), |o| format!(" (byte offset {o})"))
 }
 
+/// `place: ` before a message, or nothing for a place with no file (stdout).
+fn prefix(place: &Place) -> String {
+    if place.file.is_empty() {
+        String::new()
+    } else {
+        format!("{place}: ")
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing failed. `what` says what sess was doing ("cannot open").
-    #[error("{place}: {what}: {source}{}", offset_suffix(place))]
+    #[error("{}{what}: {source}{}", prefix(place), offset_suffix(place))]
     Io {
         place: Place,
         what: &'static str,
@@ -72,7 +86,7 @@ pub enum Error {
     },
     /// The input is not what it must be: invalid JSON in a row, a bad row or batch, a file
     /// of the wrong kind.
-    #[error("{place}: {message}{}", offset_suffix(place))]
+    #[error("{}{message}{}", prefix(place), offset_suffix(place))]
     Invalid { place: Place, message: String },
     /// A profile (a file, a flag) that cannot be used.
     #[error("{0}")]

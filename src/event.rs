@@ -5,13 +5,13 @@
 
 use std::borrow::Cow;
 
-use anyhow::{Result, anyhow};
+use crate::error::{Error, Place};
 
 use crate::input::{self, Flow, Input, OpenOptions};
 use crate::io::{Ending, Line};
 use crate::json;
 use crate::rows;
-use crate::snapshots;
+use crate::snapshots::{self, ExpandError};
 
 /// One logical event: a whole line, or one member of a packed row.
 #[derive(Debug, Clone, Copy)]
@@ -48,12 +48,12 @@ pub enum LastLine {
 
 /// Calls `f` with every logical event of every input, in order, until it says
 /// [`Flow::Stop`]. A malformed packed row is an error naming its file and line.
-pub fn each_event(
+pub fn each_event<E: From<Error>>(
     inputs: &[Input],
     opts: OpenOptions,
     last: LastLine,
-    mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
-) -> Result<()> {
+    mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
+) -> Result<(), E> {
     let mut buf = Vec::new();
     input::each_line(inputs, opts, |name, line| {
         let Some(newline) = newline_for(name, &line, last) else {
@@ -89,13 +89,13 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
 
 /// Calls `f` with the logical events of one line: the line itself, or the members of the
 /// packed row it holds (written into `buf` one at a time). `newline` is the line's own.
-pub fn expand(
+pub fn expand<E: From<Error>>(
     name: &str,
     line: Line<'_>,
     newline: bool,
     buf: &mut Vec<u8>,
-    f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow>,
-) -> Result<Flow> {
+    f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
+) -> Result<Flow, E> {
     let whole = Event {
         bytes: line.bytes,
         line,
@@ -108,7 +108,7 @@ pub fn expand(
     }
     if snapshots::is_row(line.bytes) {
         let mut flow = Flow::More;
-        snapshots::expand(line.bytes, &mut |k, n, bytes| {
+        let expanded = snapshots::expand(line.bytes, &mut |k, n, bytes| {
             let ev = Event {
                 bytes,
                 line,
@@ -117,22 +117,27 @@ pub fn expand(
             };
             flow = f(name, &ev)?;
             Ok(flow == Flow::More)
-        })
-        .map_err(|e| anyhow!("{}: {e:#}", line.place(name)))?;
-        return Ok(flow);
+        });
+        return match expanded {
+            Ok(()) => Ok(flow),
+            Err(ExpandError::Visit(e)) => Err(e),
+            Err(ExpandError::Row(why)) => {
+                Err(Error::invalid(Place::line(name, line.number), why).into())
+            }
+        };
     }
     let row = match rows::parse(line.bytes) {
         rows::Parsed::Event => return f(name, &whole),
         rows::Parsed::Row(row) => row,
         rows::Parsed::BadJson(_, e) => {
-            return Err(anyhow!(
-                "{}:{}: invalid JSON in a packed row: {e} (byte offset {})",
-                line.place(name),
-                e.offset + 1,
-                line.offset + e.offset as u64
-            ));
+            let place = Place::line(name, line.number)
+                .column(e.offset as u64 + 1)
+                .offset(line.offset + e.offset as u64);
+            return Err(Error::invalid(place, format!("invalid JSON in a packed row: {e}")).into());
         }
-        rows::Parsed::BadRow(e) => return Err(anyhow!("{}: {e}", line.place(name))),
+        rows::Parsed::BadRow(e) => {
+            return Err(Error::invalid(Place::line(name, line.number), e.to_string()).into());
+        }
     };
     for k in 0..row.len() {
         buf.clear();

@@ -6,7 +6,7 @@ use std::io::{self, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result};
+use crate::error::{Error, IoContext, Place, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::frames::reader::Health;
@@ -79,7 +79,7 @@ pub fn file_is_zstd(p: &Path) -> Result<bool> {
     let mut head = [0u8; 4];
     let n = File::open(p)
         .and_then(|mut f| crate::io::read::read_full(&mut f, &mut head))
-        .with_context(|| format!("{}: cannot open", p.display()))?;
+        .at(Place::file(&p.display().to_string()), "cannot open")?;
     Ok(is_zstd(&head[..n]))
 }
 
@@ -114,12 +114,10 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match input {
         Input::Stdin => (Box::new(io::stdin()), None),
         Input::Path(p) => {
-            let f = File::open(p).with_context(|| format!("{name}: cannot open"))?;
-            let meta = f
-                .metadata()
-                .with_context(|| format!("{name}: cannot open"))?;
+            let f = File::open(p).at(Place::file(&name), "cannot open")?;
+            let meta = f.metadata().at(Place::file(&name), "cannot open")?;
             if meta.is_dir() {
-                anyhow::bail!("{name}: is a directory");
+                return Err(Error::invalid(Place::file(&name), "is a directory"));
             }
             let size = meta.is_file().then_some(meta.len());
             (Box::new(f), size)
@@ -130,7 +128,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         Some(bar) => Box::new(bar.wrap_read(raw)),
         None => raw,
     };
-    let (head, raw) = peek(raw).with_context(|| format!("{name}: cannot read"))?;
+    let (head, raw) = peek(raw).at(Place::file(&name), "cannot read")?;
     let whole = io::Cursor::new(head.clone()).chain(raw);
     let (compression, reader, health): (Compression, Box<dyn Read + Send>, _) = if is_zstd(&head) {
         let frames = FrameReader::new(whole, &name, opts.recovery);
@@ -159,11 +157,11 @@ pub enum Flow {
 /// Calls `f` with every line of every input, in order, until it says [`Flow::Stop`]. `f`
 /// gets the input's name for messages. A read error names the input and the byte offset
 /// where reading stopped.
-pub fn each_line(
+pub fn each_line<E: From<Error>>(
     inputs: &[Input],
     opts: OpenOptions,
-    mut f: impl FnMut(&str, Line<'_>) -> Result<Flow>,
-) -> Result<()> {
+    mut f: impl FnMut(&str, Line<'_>) -> Result<Flow, E>,
+) -> Result<(), E> {
     for input in inputs {
         let src = open(input, opts)?;
         if each_line_of(src, &mut f)? == Flow::Stop {
@@ -174,18 +172,19 @@ pub fn each_line(
 }
 
 /// [`each_line`] for one opened source.
-pub fn each_line_of(
+pub fn each_line_of<E: From<Error>>(
     src: Source,
-    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow>,
-) -> Result<Flow> {
+    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow, E>,
+) -> Result<Flow, E> {
     let name = src.name.clone();
     let bar = src.progress_bar();
     let mut lines = LineReader::new(src.reader);
     loop {
         let offset = lines.offset();
-        let line = lines.next_line().with_context(|| {
-            format!("{name}: read error at byte offset {offset} (decompressed)")
-        })?;
+        let line = lines.next_line().at(
+            Place::file(&name).offset(offset),
+            "cannot read (decompressed)",
+        )?;
         let Some(line) = line else { break };
         if f(&name, line)? == Flow::Stop {
             return Ok(Flow::Stop);

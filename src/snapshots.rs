@@ -33,44 +33,61 @@ pub fn is_row(line: &[u8]) -> bool {
     line.starts_with(PREFIX)
 }
 
-/// What [`expand`] calls with each event: its position, the row's event count, its bytes;
-/// it returns whether to go on.
-pub type Visit<'a> = dyn FnMut(usize, usize, &[u8]) -> anyhow::Result<bool> + 'a;
+/// Why a row could not be expanded.
+#[derive(Debug)]
+pub enum ExpandError<E> {
+    /// The row is bad: why.
+    Row(String),
+    /// The visitor failed.
+    Visit(E),
+}
 
-/// Calls `f` with each event a row holds, in order: the first as written, then each one
-/// rebuilt. An error says what is wrong with the row.
-pub fn expand(line: &[u8], f: &mut Visit<'_>) -> anyhow::Result<()> {
+/// Calls `f` with each event a row holds, in order: its position, the row's event count,
+/// its bytes; `f` returns whether to go on. The first event is given as written, each later
+/// one rebuilt.
+pub fn expand<E>(
+    line: &[u8],
+    f: &mut dyn FnMut(usize, usize, &[u8]) -> Result<bool, E>,
+) -> Result<(), ExpandError<E>> {
+    let bad = |why: String| ExpandError::Row(why);
     json::validate(line).map_err(|e| {
-        anyhow::anyhow!(
+        bad(format!(
             "invalid JSON in a snapshot-deltas row at column {}: {e}",
             e.offset + 1
-        )
+        ))
     })?;
     let fields: Vec<(&[u8], &[u8])> = json::members(line).collect();
     let keys: Vec<&[u8]> = fields.iter().map(|(k, _)| *k).collect();
     if keys != [&b"type"[..], b"first", b"ops"] {
-        anyhow::bail!("a snapshot-deltas row must be exactly {{type, first, ops}}");
+        return Err(bad(
+            "a snapshot-deltas row must be exactly {type, first, ops}".into(),
+        ));
     }
     let (first, ops) = (fields[1].1, fields[2].1);
-    let Value::Array(batches) = Value::parse(ops)? else {
-        anyhow::bail!("the ops of a snapshot-deltas row must be an array of batches");
+    let batches = match Value::parse(ops) {
+        Ok(Value::Array(b)) => b,
+        _ => {
+            return Err(bad(
+                "the ops of a snapshot-deltas row must be an array of batches".into(),
+            ));
+        }
     };
     let n = batches.len() + 1;
-    if !f(0, n, first)? {
+    if !f(0, n, first).map_err(ExpandError::Visit)? {
         return Ok(());
     }
-    let mut value = Some(Value::parse(first)?);
+    let mut value = Some(Value::parse(first).map_err(|e| bad(format!("its first event: {e}")))?);
     let mut decoder = Decoder::default();
     for (k, batch) in batches.iter().enumerate() {
         let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
-            Some(op) => anyhow::anyhow!("snapshot-deltas batch {k}, op {op}: {e}"),
-            None => anyhow::anyhow!("snapshot-deltas batch {k}: {e}"),
+            Some(op) => bad(format!("snapshot-deltas batch {k}, op {op}: {e}")),
+            None => bad(format!("snapshot-deltas batch {k}: {e}")),
         })?;
         for op in decoded {
-            apply(&mut value, op).map_err(|e| anyhow::anyhow!("snapshot-deltas batch {k}: {e}"))?;
+            apply(&mut value, op).map_err(|e| bad(format!("snapshot-deltas batch {k}: {e}")))?;
         }
         let bytes = value.as_ref().map(Value::to_json).unwrap_or_default();
-        if !f(k + 1, n, &bytes)? {
+        if !f(k + 1, n, &bytes).map_err(ExpandError::Visit)? {
             return Ok(());
         }
     }
@@ -213,7 +230,7 @@ mod tests {
         let mut out = Vec::new();
         for line in packed.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             if is_row(line) {
-                expand(line, &mut |_, _, e| {
+                expand::<()>(line, &mut |_, _, e| {
                     out.extend_from_slice(e);
                     out.push(b'\n');
                     Ok(true)

@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
             // Snapshot-delta rows: any bytes after the prefix must fail cleanly or rebuild
             // valid JSON.
             has_rows = true;
-            let _ = sess::snapshots::expand(line, &mut |_, _, ev| {
+            let _ = sess::snapshots::expand::<()>(line, &mut |_, _, ev| {
                 assert!(json::validate(ev).is_ok());
                 Ok(true)
             });

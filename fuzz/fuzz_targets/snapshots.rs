@@ -16,7 +16,7 @@ fn unpack(packed: &[u8]) -> Vec<u8> {
             None => (line, false),
         };
         if nl && snapshots::is_row(body) {
-            snapshots::expand(body, &mut |_, _, ev| {
+            snapshots::expand::<()>(body, &mut |_, _, ev| {
                 out.extend_from_slice(ev);
                 out.push(b'\n');
                 Ok(true)

@@ -103,7 +103,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink)?,
         (None, _) => sequential(&args, &inputs, &select, g, &mut sink)?,
     }
-    sink.finish()
+    Ok(sink.finish()?)
 }
 
 fn sequential(
@@ -115,7 +115,7 @@ fn sequential(
 ) -> Result<()> {
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    event::each_event(
+    super::each_event(
         inputs,
         args.damage.open_options(g),
         LastLine::Records,
@@ -178,7 +178,7 @@ fn frame_events(
         let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
             continue;
         };
-        event::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
+        super::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
             let (keep, stop) = select.check(ev.bytes);
             if keep {
                 f(ev.bytes)?;

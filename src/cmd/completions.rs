@@ -18,7 +18,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut cmd = crate::cli::command();
     let mut out = sess::io::Sink::stdout();
     clap_complete::generate(args.shell, &mut cmd, "sess", &mut out);
-    out.finish()
+    Ok(out.finish()?)
 }
 
 #[derive(Debug, clap::Args)]

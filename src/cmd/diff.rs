@@ -10,7 +10,7 @@ use sess::delta::diff::{Limits, diff};
 use sess::delta::oplist;
 use sess::delta::wire::Encoder;
 use sess::delta::{Op, is_base};
-use sess::input::{self, Flow, Input};
+use sess::input::{Flow, Input};
 use sess::io::Sink;
 use sess::value::Value;
 
@@ -50,7 +50,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut encoder = Encoder::default();
     let mut prev: Option<Value> = None;
     let mut seq = 0u64;
-    input::each_line(&inputs, crate::cli::default_open(g), |name, line| {
+    super::each_line(&inputs, crate::cli::default_open(g), |name, line| {
         if oplist::is_blank(line.bytes) {
             return Ok(Flow::More);
         }
@@ -78,5 +78,5 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         seq += 1;
         Ok(Flow::More)
     })?;
-    sink.finish()
+    Ok(sink.finish()?)
 }

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::{ClassArg, Damage, Global, Inputs, Output};
-use sess::event::{self, LastLine};
+use sess::event::LastLine;
 use sess::filter::{Filter, Options};
 use sess::input::{Flow, Input};
 use sess::io::Sink;
@@ -122,7 +122,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut used: Vec<(String, String)> = Vec::new();
     for input in &inputs {
         filter.start_input(input.path());
-        event::each_event(
+        super::each_event(
             std::slice::from_ref(input),
             args.damage.open_options(g),
             LastLine::Records,

@@ -12,3 +12,56 @@ pub mod repair;
 pub mod stats;
 pub mod unpack;
 pub mod verify;
+
+use anyhow::Result;
+use sess::event::{Event, LastLine};
+use sess::input::{Flow, Input, OpenOptions, Source};
+use sess::io::Line;
+
+/// [`sess::event::each_event`] with the binary's error type, so that a command's closure
+/// can use `?` on anything.
+pub fn each_event(
+    inputs: &[Input],
+    opts: OpenOptions,
+    last: LastLine,
+    f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
+) -> Result<()> {
+    sess::event::each_event(inputs, opts, last, f)
+}
+
+/// [`sess::input::each_line`] with the binary's error type.
+pub fn each_line(
+    inputs: &[Input],
+    opts: OpenOptions,
+    f: impl FnMut(&str, Line<'_>) -> Result<Flow>,
+) -> Result<()> {
+    sess::input::each_line(inputs, opts, f)
+}
+
+/// [`sess::input::each_line_of`] with the binary's error type.
+pub fn each_line_of(
+    src: Source,
+    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow>,
+) -> Result<Flow> {
+    sess::input::each_line_of(src, f)
+}
+
+/// [`sess::event::expand`] with the binary's error type.
+pub fn expand(
+    name: &str,
+    line: Line<'_>,
+    newline: bool,
+    buf: &mut Vec<u8>,
+    f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow>,
+) -> Result<Flow> {
+    sess::event::expand(name, line, newline, buf, f)
+}
+
+/// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

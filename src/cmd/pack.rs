@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::{Damage, Global, Inputs, LayoutArg, Output};
-use sess::event::{self, LastLine};
+use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
 use sess::io::Sink;
@@ -121,7 +121,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let mut events = 0u64;
         for input in &inputs {
             packer.start_input(input.path());
-            event::each_event(
+            super::each_event(
                 std::slice::from_ref(input),
                 args.damage.open_options(g),
                 LastLine::Verbatim,
@@ -168,7 +168,7 @@ fn pack_stream(
         let mut read = Ok(());
         for input in &inputs {
             let _ = tx.send(Msg::Input(input.path().map(Path::to_path_buf)));
-            read = event::each_event(
+            read = super::each_event(
                 std::slice::from_ref(input),
                 opts,
                 LastLine::Verbatim,

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => out.write_all(list().as_bytes())?,
     }
-    out.finish()
+    Ok(out.finish()?)
 }
 
 fn list() -> String {

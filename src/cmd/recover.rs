@@ -95,7 +95,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         out.sink.write_all(&value.to_json())?;
         out.sink.write_all(b"\n")?;
     }
-    out.sink.finish()
+    Ok(out.sink.finish()?)
 }
 
 /// Where the replayed batches go.
@@ -144,7 +144,7 @@ impl Printer<'_> {
     fn stream(&mut self, input: &Input, opts: Options, g: Global) -> Result<Replayer> {
         let mut tail = Tail::default();
         let mut torn_at = None;
-        input::each_line(
+        super::each_line(
             std::slice::from_ref(input),
             self.args.damage.open_options(g),
             |_, line| {

@@ -75,7 +75,7 @@ pub fn run(args: Args) -> Result<()> {
     if report.nothing_survived() {
         bail!("{name}: no complete record survived; nothing was written");
     }
-    sink.finish()
+    Ok(sink.finish()?)
 }
 
 fn print_report(name: &str, report: &Report) {

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cli::{Damage, Global, Inputs};
-use sess::event::{self, LastLine};
+use sess::event::LastLine;
 use sess::input::Flow;
 use sess::io::Sink;
 use sess::stats::{Report, Stats};
@@ -44,7 +44,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     for input in &inputs {
         let mut stats = Stats::new(&input.name(), input.path());
         // Verbatim: stats counts a torn last line as what it is rather than dropping it.
-        event::each_event(
+        super::each_event(
             std::slice::from_ref(input),
             args.damage.open_options(g),
             LastLine::Verbatim,
@@ -63,5 +63,5 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     } else {
         out.write_all(report.render().as_bytes())?;
     }
-    out.finish()
+    Ok(out.finish()?)
 }

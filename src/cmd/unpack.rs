@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cli::{Damage, Global, Inputs, Output};
-use sess::event::{self, LastLine};
+use sess::event::LastLine;
 use sess::input::{Flow, Input};
 use sess::io::Sink;
 
@@ -43,7 +43,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
-    event::each_event(
+    super::each_event(
         &inputs,
         args.damage.open_options(g),
         LastLine::Verbatim,
@@ -55,5 +55,5 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             Ok(Flow::More)
         },
     )?;
-    sink.finish()
+    Ok(sink.finish()?)
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use super::is_broken_pipe;
 use crate::cli::{Global, Inputs};
 use sess::frames::Recovery;
 use sess::frames::audit::{self, Audit};
 use sess::input::{self, Flow, Input, OpenOptions};
-use sess::io::sink::is_broken_pipe;
 use sess::io::{Ending, Line, Sink};
 use sess::json;
 use sess::rows;
@@ -96,10 +96,10 @@ impl Checker<'_> {
         }
         if snapshots::is_row(line.bytes) {
             // Rebuilding every event checks every batch.
-            let expanded = snapshots::expand(line.bytes, &mut |_, _, _| Ok(true));
+            let expanded = snapshots::expand::<()>(line.bytes, &mut |_, _, _| Ok(true));
             return match expanded {
-                Ok(()) => Ok(()),
-                Err(e) => self.problem(format_args!("{at}: {e:#}")),
+                Err(snapshots::ExpandError::Row(why)) => self.problem(format_args!("{at}: {why}")),
+                _ => Ok(()),
             };
         }
         // Rows are told apart first, so a valid row is scanned once.
@@ -148,7 +148,7 @@ impl Checker<'_> {
         let src = input::open(input, opts)?;
         let name = src.name.clone();
         let health = src.health.clone();
-        let read = input::each_line_of(src, &mut |name, line| {
+        let read = super::each_line_of(src, &mut |name, line| {
             *lines += 1;
             self.line(name, &line)?;
             Ok(Flow::More)

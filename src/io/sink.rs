@@ -19,7 +19,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Error, IoContext, Place, Result};
 
 use super::signals::{self, TempGuard};
 
@@ -61,7 +61,7 @@ impl Sink {
             return Ok(Sink::stdout());
         };
         let name = p.display().to_string();
-        let real = resolve_links(p).with_context(|| format!("{name}: cannot follow the link"))?;
+        let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
         let meta = fs::metadata(&real).ok();
         if let Some(m) = &meta {
             check_target(&name, m, inputs)?;
@@ -72,8 +72,10 @@ impl Sink {
                 });
             }
         }
-        let (file, temp) = temp_beside(&real, meta.as_ref())
-            .with_context(|| format!("{name}: cannot create a temporary file beside it"))?;
+        let (file, temp) = temp_beside(&real, meta.as_ref()).at(
+            Place::file(&name),
+            "cannot create a temporary file beside it",
+        )?;
         let guard = signals::guard_temp(temp.to_path_buf());
         Ok(Sink {
             target: Target::Atomic {
@@ -93,7 +95,7 @@ impl Sink {
             return Ok(Sink::stdout());
         };
         let name = p.display().to_string();
-        let real = resolve_links(p).with_context(|| format!("{name}: cannot follow the link"))?;
+        let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
         let meta = fs::metadata(&real).ok();
         if let Some(m) = &meta {
             check_target(&name, m, inputs)?;
@@ -112,7 +114,7 @@ impl Sink {
         };
         // An existing file is locked now, so a second writer fails before it reads anything.
         if meta.is_some() {
-            in_place.lock().with_context(|| name.clone())?;
+            in_place.lock().at(Place::file(&name), "cannot lock")?;
         }
         Ok(Sink {
             target: Target::InPlace(in_place),
@@ -137,18 +139,22 @@ impl Sink {
     /// Refuses binary output to a terminal, as zstd does.
     pub fn refuse_terminal(&self, what: &str) -> Result<()> {
         if matches!(self.target, Target::Stdout(_)) && io::stdout().is_terminal() {
-            bail!("refusing to write {what} to a terminal; use -o FILE or redirect stdout");
+            return Err(Error::Output {
+                path: "stdout".into(),
+                message: format!(
+                    "refusing to write {what} to a terminal; use -o FILE or redirect stdout"
+                ),
+            });
         }
         Ok(())
     }
 
     /// Flushes and, for a file, syncs and renames it into place.
     pub fn finish(self) -> Result<()> {
-        let name = self.name;
-        let cannot = |what: &str| format!("{name}: cannot {what}");
+        let place = || Place::file(&self.name);
         match self.target {
-            Target::Stdout(mut w) => w.flush().context("cannot write to stdout"),
-            Target::Direct(mut w) => w.flush().with_context(|| cannot("write")),
+            Target::Stdout(mut w) => w.flush().at(Place::stdout(), "cannot write to stdout"),
+            Target::Direct(mut w) => w.flush().at(place(), "cannot write"),
             Target::Atomic {
                 writer,
                 temp,
@@ -158,17 +164,17 @@ impl Sink {
                 let file = writer
                     .into_inner()
                     .map_err(|e| e.into_error())
-                    .with_context(|| cannot("write"))?;
-                file.sync_all().with_context(|| cannot("sync"))?;
+                    .at(place(), "cannot write")?;
+                file.sync_all().at(place(), "cannot sync")?;
                 temp.persist(&path)
                     .map_err(|e| e.error)
-                    .with_context(|| cannot("rename the temporary file into place"))?;
+                    .at(place(), "cannot rename the temporary file into place")?;
                 sync_dir(&path);
                 Ok(())
             }
             Target::InPlace(mut w) => {
-                let f = w.open().with_context(|| cannot("open"))?;
-                f.sync_all().with_context(|| cannot("sync"))
+                let f = w.open().at(place(), "cannot open")?;
+                f.sync_all().at(place(), "cannot sync")
             }
         }
     }
@@ -269,8 +275,14 @@ impl Write for InPlace {
 
 /// Refuses a target that is a directory or one of the inputs.
 fn check_target(name: &str, target: &fs::Metadata, inputs: &[PathBuf]) -> Result<()> {
+    let refuse = |message: &str| {
+        Err(Error::Output {
+            path: name.to_string(),
+            message: message.to_string(),
+        })
+    };
     if target.is_dir() {
-        bail!("{name}: is a directory");
+        return refuse("is a directory");
     }
     if target.is_file()
         && inputs
@@ -278,9 +290,9 @@ fn check_target(name: &str, target: &fs::Metadata, inputs: &[PathBuf]) -> Result
             .filter_map(|i| fs::metadata(i).ok())
             .any(|m| same_file(&m, target))
     {
-        bail!(
-            "{name}: is also an input; write to another file (sess never reads and replaces \
-             a file at once)"
+        return refuse(
+            "is also an input; write to another file (sess never reads and replaces a file at \
+             once)",
         );
     }
     Ok(())
@@ -301,10 +313,10 @@ fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
 
 /// A device or FIFO, opened for writing as it is.
 fn open_direct(p: &Path) -> Result<File> {
-    fs::OpenOptions::new()
-        .write(true)
-        .open(p)
-        .with_context(|| format!("{}: cannot open for writing", p.display()))
+    fs::OpenOptions::new().write(true).open(p).at(
+        Place::file(&p.display().to_string()),
+        "cannot open for writing",
+    )
 }
 
 /// Follows symbolic links to the file they name (which may not exist yet).
@@ -356,13 +368,4 @@ fn sync_dir(path: &Path) {
     {
         let _ = d.sync_all();
     }
-}
-
-/// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-    })
 }
