@@ -42,13 +42,13 @@ pub enum ExpandError<E> {
     Visit(E),
 }
 
+/// What [`expand`] calls with each event.
+pub type Visit<'a, E> = dyn FnMut(usize, usize, &[u8]) -> Result<bool, E> + 'a;
+
 /// Calls `f` with each event a row holds, in order: its position, the row's event count,
 /// its bytes; `f` returns whether to go on. The first event is given as written, each later
 /// one rebuilt.
-pub fn expand<E>(
-    line: &[u8],
-    f: &mut dyn FnMut(usize, usize, &[u8]) -> Result<bool, E>,
-) -> Result<(), ExpandError<E>> {
+pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>> {
     let bad = |why: String| ExpandError::Row(why);
     json::validate(line).map_err(|e| {
         bad(format!(
