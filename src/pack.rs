@@ -22,8 +22,8 @@ use crate::value::Value;
 pub struct Packer {
     /// Which lines are snapshot frames: the profile says.
     profile: Chooser,
-    chunks: rows::Packer,
-    snapshots: snapshots::Encoder,
+    chunks: rows::ChunkPacker,
+    snapshots: snapshots::SnapshotPacker,
 }
 
 impl Default for Packer {
@@ -36,8 +36,8 @@ impl Packer {
     pub fn new(choice: Choice) -> Packer {
         Packer {
             profile: Chooser::new(choice, Overrides::default()).expect("no overrides to fail"),
-            chunks: rows::Packer::default(),
-            snapshots: snapshots::Encoder::default(),
+            chunks: rows::ChunkPacker::default(),
+            snapshots: snapshots::SnapshotPacker::default(),
         }
     }
 
@@ -75,7 +75,7 @@ impl Packer {
             return None;
         }
         let group = (kind.into_owned(), rule.key_of(line));
-        Some((group, snapshots::Encoder::value_of(line)?))
+        Some((group, snapshots::SnapshotPacker::value_of(line)?))
     }
 
     /// Writes whatever run is open. Call at the end of a window.

@@ -49,7 +49,7 @@ impl fmt::Display for Loss {
 
 /// What a salvage kept and lost.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct RepairReport {
     pub frames_kept: u64,
     pub lines_kept: u64,
     /// Complete lines saved from a torn final frame (not covered by a checksum).
@@ -61,7 +61,7 @@ pub struct Report {
     pub losses: Vec<Loss>,
 }
 
-impl Report {
+impl RepairReport {
     /// Whether the input held something and none of it survived.
     pub fn nothing_survived(&self) -> bool {
         self.lines_kept == 0 && !self.losses.is_empty()
@@ -69,7 +69,7 @@ impl Report {
 }
 
 /// Copies every good frame of `f` into `out` and reports the rest.
-pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Result<Report> {
+pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Result<RepairReport> {
     let len = f.metadata()?.len();
     let old = match Index::read_from(f)? {
         Some(Ok((index, _))) => Some(index),
@@ -80,10 +80,10 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
             .and_then(|i| i.entries.iter().find(|e| e.offset == offset))
             .map(|e| u64::from(e.lines))
     };
-    let mut s = Salvage {
+    let mut s = Salvager {
         f,
         len,
-        report: Report::default(),
+        report: RepairReport::default(),
         line: 0,
     };
     let mut at = 0;
@@ -109,15 +109,15 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
     Ok(s.report)
 }
 
-struct Salvage<'f> {
+struct Salvager<'f> {
     f: &'f mut File,
     len: u64,
-    report: Report,
+    report: RepairReport,
     /// Lines of the original read so far: kept, plus lost where the count is known.
     line: u64,
 }
 
-impl Salvage<'_> {
+impl Salvager<'_> {
     fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
         self.report.losses.push(Loss {
             from,
@@ -287,8 +287,8 @@ fn next_good_frame(f: &mut File, from: u64, len: u64) -> io::Result<Option<u64>>
 
 /// Copies every complete record of a plain log to `out`: lines that are one valid JSON
 /// value, a last one without a newline getting one.
-pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Report> {
-    let mut report = Report::default();
+pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<RepairReport> {
+    let mut report = RepairReport::default();
     let mut lines = LineReader::new(input);
     while let Some(line) = lines.next_line()? {
         let why = match line.ending {

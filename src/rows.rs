@@ -6,9 +6,9 @@
 //! {"type":"text-chunks","seq0":12,"time0":1783352170000,"data":{"turn":1,"step":1,"index":0,"dt":[0,28,1],"texts":["The"," user"," wants"," me"]}}
 //! ```
 //!
-//! The encoder ([`Packer`]) and the decoder ([`decode`]) sit side by side so that one can be
+//! The encoder ([`ChunkPacker`]) and the decoder ([`decode`]) sit side by side so that one can be
 //! read against the other. sess is byte-exact where DSH is only value-exact: an event is
-//! packed only when [`member`] recognises it in exactly the bytes the decoder writes back,
+//! packed only when [`parse_member`] recognises it in exactly the bytes the decoder writes back,
 //! so `unpack(pack(x)) == x` for every input without rows. Strings are copied as raw JSON
 //! text in both directions, which is how lone surrogate escapes survive.
 
@@ -23,40 +23,40 @@ pub const MIN_RUN: usize = 3;
 
 /// The three row kinds and the chunk delta each one packs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tag {
+pub enum RowKind {
     Text,
     Reasoning,
     ToolCall,
 }
 
-impl Tag {
-    pub const ALL: [Tag; 3] = [Tag::Text, Tag::Reasoning, Tag::ToolCall];
+impl RowKind {
+    pub const ALL: [RowKind; 3] = [RowKind::Text, RowKind::Reasoning, RowKind::ToolCall];
 
     pub fn name(self) -> &'static str {
         match self {
-            Tag::Text => "text-chunks",
-            Tag::Reasoning => "reasoning-chunks",
-            Tag::ToolCall => "tool-call-chunks",
+            RowKind::Text => "text-chunks",
+            RowKind::Reasoning => "reasoning-chunks",
+            RowKind::ToolCall => "tool-call-chunks",
         }
     }
 
     fn delta_type(self) -> &'static str {
         match self {
-            Tag::Text => "text-delta",
-            Tag::Reasoning => "reasoning-delta",
-            Tag::ToolCall => "tool-call-delta",
+            RowKind::Text => "text-delta",
+            RowKind::Reasoning => "reasoning-delta",
+            RowKind::ToolCall => "tool-call-delta",
         }
     }
 
     fn payload_key(self) -> &'static str {
         match self {
-            Tag::ToolCall => "args",
+            RowKind::ToolCall => "args",
             _ => "texts",
         }
     }
 
-    fn from_name(name: &str) -> Option<Tag> {
-        Tag::ALL.into_iter().find(|t| t.name() == name)
+    fn from_name(name: &str) -> Option<RowKind> {
+        RowKind::ALL.into_iter().find(|t| t.name() == name)
     }
 }
 
@@ -67,7 +67,7 @@ impl Tag {
 /// A row that failed validation, with DSH's wording.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
-    pub tag: Tag,
+    pub tag: RowKind,
     pub why: String,
 }
 
@@ -82,7 +82,7 @@ impl std::error::Error for RowError {}
 /// A validated row, borrowing its strings from the line. Expand it with [`Row::write_member`].
 #[derive(Debug)]
 pub struct Row<'a> {
-    pub tag: Tag,
+    pub tag: RowKind,
     /// Each member's seq and time, or `None` for DSH's normalized fixtures, which strip
     /// `seq0`/`time0` (and their events strip `seq`/`time`).
     clock: Option<Vec<(i64, i64)>>,
@@ -102,7 +102,7 @@ pub enum Parsed<'a> {
     Event,
     Row(Row<'a>),
     /// Names a row but is not valid JSON.
-    BadJson(Tag, json::SyntaxError),
+    BadJson(RowKind, json::SyntaxError),
     /// A row that fails the row checks.
     BadRow(RowError),
 }
@@ -124,7 +124,7 @@ pub fn parse(line: &[u8]) -> Parsed<'_> {
     let env = object(line);
     let Some(tag) = get(&env, "type")
         .and_then(json::str_value)
-        .and_then(|t| Tag::from_name(&t))
+        .and_then(|t| RowKind::from_name(&t))
     else {
         return Parsed::Event;
     };
@@ -211,7 +211,7 @@ fn array(raw: &[u8]) -> Option<Vec<&[u8]>> {
 }
 
 /// Validates a row in DSH's order of checks, on its envelope's members (valid JSON).
-fn decode_object<'a>(env: &[(Cow<'_, str>, &'a [u8])], tag: Tag) -> Result<Row<'a>, RowError> {
+fn decode_object<'a>(env: &[(Cow<'_, str>, &'a [u8])], tag: RowKind) -> Result<Row<'a>, RowError> {
     let fail = |why: &str| RowError {
         tag,
         why: why.to_string(),
@@ -248,7 +248,7 @@ fn decode_object<'a>(env: &[(Cow<'_, str>, &'a [u8])], tag: Tag) -> Result<Row<'
     } else {
         Vec::new()
     };
-    let (id, name) = if tag == Tag::ToolCall {
+    let (id, name) = if tag == RowKind::ToolCall {
         let with_name = ["turn", "step", "index", "id", "name", "dt", "args"];
         let named = has_exact_keys(&data, &with_name);
         let without_name = ["turn", "step", "index", "id", "dt", "args"];
@@ -293,7 +293,7 @@ fn decode_object<'a>(env: &[(Cow<'_, str>, &'a [u8])], tag: Tag) -> Result<Row<'
 /// The checks both decoding paths share (dt length, safe member seqs and times), then the
 /// row ready to expand.
 fn build<'a>(
-    tag: Tag,
+    tag: RowKind,
     stamp: Option<(i64, i64)>,
     [turn, step, index]: [&[u8]; 3],
     id: Option<&'a [u8]>,
@@ -344,7 +344,7 @@ fn build<'a>(
 fn canonical_row(line: &[u8]) -> Option<Row<'_>> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(b"{\"type\":\"")?;
-    let tag = Tag::ALL
+    let tag = RowKind::ALL
         .into_iter()
         .find(|t| c.lit(t.name().as_bytes()).is_some())?;
     c.lit(b"\"")?;
@@ -373,7 +373,7 @@ fn canonical_row(line: &[u8]) -> Option<Row<'_>> {
         }
     }
     let (mut id, mut name) = (None, None);
-    if tag == Tag::ToolCall {
+    if tag == RowKind::ToolCall {
         c.lit(b",\"id\":")?;
         id = Some(c.json_string()?);
         if c.lit(b",\"name\":").is_some() {
@@ -432,7 +432,7 @@ impl Row<'_> {
     }
 
     /// Appends member `k` as one event line (without newline), in the canonical form that
-    /// [`member`] recognises.
+    /// [`parse_member`] recognises.
     pub fn write_member(&self, k: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"type\":\"assistant/chunk\",");
         if let Some(clock) = &self.clock {
@@ -467,8 +467,8 @@ impl Row<'_> {
 
 /// A chunk delta event recognised in its canonical bytes. Raw slices borrow the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Member<'a> {
-    pub tag: Tag,
+pub struct ChunkMember<'a> {
+    pub tag: RowKind,
     pub seq: i64,
     pub time: i64,
     pub turn: &'a [u8],
@@ -541,7 +541,7 @@ impl<'a> Cursor<'a> {
 /// Recognises a packable chunk delta: exactly the bytes `JSON.stringify` writes for a DSH
 /// `assistant/chunk` text, reasoning or tool-call delta, which are also exactly the bytes
 /// [`Row::write_member`] writes back. Anything else returns `None` and stays verbatim.
-pub fn member(line: &[u8]) -> Option<Member<'_>> {
+pub fn parse_member(line: &[u8]) -> Option<ChunkMember<'_>> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(b"{\"type\":\"assistant/chunk\",\"seq\":")?;
     let seq = c.safe_int().filter(|s| *s >= 0)?;
@@ -552,13 +552,13 @@ pub fn member(line: &[u8]) -> Option<Member<'_>> {
     c.lit(b",\"step\":")?;
     let step = c.canonical_number()?;
     c.lit(b",\"chunk\":{\"type\":\"")?;
-    let tag = Tag::ALL
+    let tag = RowKind::ALL
         .into_iter()
         .find(|t| c.lit(t.delta_type().as_bytes()).is_some())?;
     c.lit(b"\",\"index\":")?;
     let index = c.canonical_number()?;
     let (mut id, mut name) = (None, None);
-    if tag == Tag::ToolCall {
+    if tag == RowKind::ToolCall {
         c.lit(b",\"id\":")?;
         id = Some(c.string()?);
         if c.lit(b",\"name\":").is_some() {
@@ -570,7 +570,7 @@ pub fn member(line: &[u8]) -> Option<Member<'_>> {
     }
     let text = c.string()?;
     c.lit(b"}}}")?;
-    (c.i == line.len()).then_some(Member {
+    (c.i == line.len()).then_some(ChunkMember {
         tag,
         seq,
         time,
@@ -586,7 +586,7 @@ pub fn member(line: &[u8]) -> Option<Member<'_>> {
 /// The open run. Only the first two members' lines are kept whole (a run shorter than
 /// [`MIN_RUN`] is written back verbatim); after that only what the row needs.
 #[derive(Default)]
-struct Run {
+struct ChunkRun {
     n: usize,
     /// Lines of the first members, each followed by `\n`.
     head: Vec<u8>,
@@ -600,7 +600,7 @@ struct Run {
 
 /// What the continuation test needs of the run's last member.
 struct Last {
-    tag: Tag,
+    tag: RowKind,
     seq: i64,
     time: i64,
     /// turn, step, index, id and name, each followed by a 0xff byte (never in UTF-8 text);
@@ -608,7 +608,7 @@ struct Last {
     key: Vec<u8>,
 }
 
-fn member_key(m: &Member<'_>, key: &mut Vec<u8>) {
+fn member_key(m: &ChunkMember<'_>, key: &mut Vec<u8>) {
     key.clear();
     for part in [Some(m.turn), Some(m.step), Some(m.index), m.id, m.name] {
         key.extend_from_slice(part.unwrap_or(b"\xfe"));
@@ -616,11 +616,11 @@ fn member_key(m: &Member<'_>, key: &mut Vec<u8>) {
     }
 }
 
-/// Packs a stream of events into rows. Feed every event in order with [`Packer::event`],
-/// then call [`Packer::finish`].
+/// Packs a stream of events into rows. Feed every event in order with [`ChunkPacker::event`],
+/// then call [`ChunkPacker::finish`].
 #[derive(Default)]
-pub struct Packer {
-    run: Run,
+pub struct ChunkPacker {
+    run: ChunkRun,
     /// The open run's last member; `None` when no run is open.
     last: Option<Last>,
     scratch: Vec<u8>,
@@ -629,7 +629,7 @@ pub struct Packer {
     pub packed_events: u64,
 }
 
-impl Packer {
+impl ChunkPacker {
     /// One logical event (a line without its newline). `terminated` is false only for a
     /// last line without newline, which is written back exactly so.
     pub fn event<W: Write + ?Sized>(
@@ -638,7 +638,7 @@ impl Packer {
         terminated: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        match member(line).filter(|_| terminated) {
+        match parse_member(line).filter(|_| terminated) {
             Some(m) => self.member(line, &m, out),
             None => {
                 self.flush(out)?;
@@ -654,7 +654,7 @@ impl Packer {
     fn member<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
-        m: &Member<'_>,
+        m: &ChunkMember<'_>,
         out: &mut W,
     ) -> io::Result<()> {
         member_key(m, &mut self.scratch);
@@ -697,7 +697,7 @@ impl Packer {
         Ok(())
     }
 
-    fn start(&mut self, m: &Member<'_>) {
+    fn start(&mut self, m: &ChunkMember<'_>) {
         let run = &mut self.run;
         let _ = write!(
             run.prefix,
@@ -731,7 +731,7 @@ impl Packer {
         if run.n < MIN_RUN {
             out.write_all(&run.head)?;
         } else {
-            let tag = last.map_or(Tag::Text, |l| l.tag);
+            let tag = last.map_or(RowKind::Text, |l| l.tag);
             out.write_all(&run.prefix)?;
             out.write_all(b",\"dt\":[")?;
             out.write_all(&run.dt)?;
@@ -763,7 +763,7 @@ mod tests {
     }
 
     fn pack(lines: &[String]) -> String {
-        let mut p = Packer::default();
+        let mut p = ChunkPacker::default();
         let mut out = Vec::new();
         for l in lines {
             p.event(l.as_bytes(), true, &mut out).unwrap();
@@ -803,10 +803,10 @@ mod tests {
     #[test]
     fn recognises_canonical_members_only() {
         let ok = chunk(3, 10, "hi");
-        let m = member(ok.as_bytes()).unwrap();
+        let m = parse_member(ok.as_bytes()).unwrap();
         assert_eq!(
             (m.tag, m.seq, m.time, m.text),
-            (Tag::Text, 3, 10, &b"\"hi\""[..])
+            (RowKind::Text, 3, 10, &b"\"hi\""[..])
         );
         for bad in [
             ok.replace("\"seq\":3", "\"seq\":3.0"),
@@ -820,13 +820,13 @@ mod tests {
             ok.clone() + " ",
             ok.replace("text-delta", "block-start"),
         ] {
-            assert!(member(bad.as_bytes()).is_none(), "{bad}");
+            assert!(parse_member(bad.as_bytes()).is_none(), "{bad}");
         }
         let tool = r#"{"type":"assistant/chunk","seq":0,"time":-5,"data":{"turn":1.5,"step":2,"chunk":{"type":"tool-call-delta","index":1,"id":"c","argumentsDelta":"{"}}}"#;
-        let m = member(tool.as_bytes()).unwrap();
+        let m = parse_member(tool.as_bytes()).unwrap();
         assert_eq!(
             (m.tag, m.id, m.name, m.turn),
-            (Tag::ToolCall, Some(&b"\"c\""[..]), None, &b"1.5"[..])
+            (RowKind::ToolCall, Some(&b"\"c\""[..]), None, &b"1.5"[..])
         );
     }
 
@@ -914,7 +914,7 @@ mod tests {
             let fast = canonical_row(line.as_bytes()).expect(line);
             let env = object(line.as_bytes());
             let tag =
-                Tag::from_name(&json::str_value(get(&env, "type").unwrap()).unwrap()).unwrap();
+                RowKind::from_name(&json::str_value(get(&env, "type").unwrap()).unwrap()).unwrap();
             let general = decode_object(&env, tag).unwrap();
             assert_eq!(expand(&fast), expand(&general), "{line}");
         }

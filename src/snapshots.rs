@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `ops` holds one wire batch per later event, encoded by one encoder for the row (ids and
-//! short forms as in op lists). The encoder ([`Encoder`]) and decoder ([`expand`]) sit side
+//! short forms as in op lists). The encoder ([`SnapshotPacker`]) and decoder ([`expand`]) sit side
 //! by side. An event joins a row only if decoding its batch rebuilds its exact bytes, which
 //! the encoder checks before writing it, so unpacking is byte-exact by construction.
 
@@ -95,7 +95,7 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
 }
 
 /// The open run: the row so far, and what the next event is diffed against.
-struct Run {
+struct SnapshotRun {
     frame_type: String,
     key: Option<Vec<u8>>,
     /// The first event's line, written back alone if no other event joins.
@@ -112,8 +112,8 @@ struct Run {
 /// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
 /// run, the caller says ([`crate::pack`] asks the profile).
 #[derive(Default)]
-pub struct Encoder {
-    run: Option<Run>,
+pub struct SnapshotPacker {
+    run: Option<SnapshotRun>,
     pub rows: u64,
     pub packed_events: u64,
 }
@@ -121,7 +121,7 @@ pub struct Encoder {
 /// A snapshot frame's run: its kind and pairing key.
 pub type Group = (String, Option<Vec<u8>>);
 
-impl Encoder {
+impl SnapshotPacker {
     /// The value of a snapshot frame that can join a row: only a line written exactly as
     /// sess writes its value can be rebuilt byte for byte.
     pub fn value_of(line: &[u8]) -> Option<Value> {
@@ -148,7 +148,7 @@ impl Encoder {
             false => value,
         };
         self.finish(out)?;
-        self.run = Some(Run {
+        self.run = Some(SnapshotRun {
             frame_type,
             key,
             first: line.to_vec(),

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::event::Event;
-use crate::filter::{Filter, Options};
+use crate::filter::{Filter, FilterOptions};
 use crate::io::Line;
 use crate::pack::Packer;
 use crate::profile::detect::{Detected, Detector};
@@ -102,7 +102,7 @@ pub struct FileReport {
 
 /// Every input, and the totals over them.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct StatsReport {
     pub files: Vec<FileReport>,
     pub total: Totals,
 }
@@ -121,7 +121,7 @@ pub struct Totals {
 impl Stats {
     /// Statistics of the input named `name` (`path` when it is a file).
     pub fn new(name: &str, path: Option<&Path>) -> Stats {
-        let mut filter = Filter::new(Choice::Auto, Overrides::default(), Options::default())
+        let mut filter = Filter::new(Choice::Auto, Overrides::default(), FilterOptions::default())
             .expect("no overrides to fail");
         filter.start_input(path);
         let mut packer = Packer::default();
@@ -228,8 +228,8 @@ impl Stats {
     }
 }
 
-impl Report {
-    pub fn new(files: Vec<FileReport>) -> Report {
+impl StatsReport {
+    pub fn new(files: Vec<FileReport>) -> StatsReport {
         let mut total = Totals::default();
         for f in &files {
             total.files += 1;
@@ -240,7 +240,7 @@ impl Report {
             total.packed_bytes += f.packed_bytes;
             total.filtered_bytes += f.filtered_bytes;
         }
-        Report { files, total }
+        StatsReport { files, total }
     }
 
     /// Tables for people: a section per input (headed by its name when there are several),

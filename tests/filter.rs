@@ -371,14 +371,14 @@ fn conformance_pi_streams_filter_keeps_every_fact() {
 
 #[test]
 fn a_last_line_without_newline_stays_a_line_of_its_own() {
-    use sess::filter::{Filter, Options};
+    use sess::filter::{Filter, FilterOptions};
     use sess::profile::{Choice, Overrides, registry};
     // An orphaned run is written at the end, after a fact that had no newline: the fact
     // gets its newline rather than being glued to the run.
     let mut f = Filter::new(
         Choice::fixed(registry::builtin("pi").unwrap()),
         Overrides::default(),
-        Options::default(),
+        FilterOptions::default(),
     )
     .unwrap();
     let mut out = Vec::new();

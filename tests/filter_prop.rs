@@ -4,7 +4,7 @@
 //! right before the event that proves them orphaned.
 
 use proptest::prelude::*;
-use sess::filter::{Filter, Options};
+use sess::filter::{Filter, FilterOptions};
 use sess::profile::{Choice, Overrides, registry};
 
 #[derive(Debug, Clone)]
@@ -142,9 +142,9 @@ fn model(evs: &[Ev]) -> Vec<String> {
 }
 
 fn filter(evs: &[Ev], keep_boundaries: bool) -> Vec<String> {
-    let opts = Options {
+    let opts = FilterOptions {
         keep_boundaries,
-        ..Options::default()
+        ..FilterOptions::default()
     };
     let mut f = Filter::new(
         Choice::fixed(registry::builtin("pi").unwrap()),

@@ -23,7 +23,7 @@ fn log(lines: usize) -> Vec<u8> {
 }
 
 fn framed(data: &[u8], frame_size: usize) -> (Vec<u8>, Index) {
-    let opts = writer::Options {
+    let opts = writer::FrameOptions {
         level: 3,
         frame_size,
         layout: Layout::Sess,

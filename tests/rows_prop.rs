@@ -2,7 +2,7 @@
 //! packed output equals what an independent model of DSH's rules prescribes.
 
 use proptest::prelude::*;
-use sess::rows::{Packer, Parsed, parse};
+use sess::rows::{ChunkPacker, Parsed, parse};
 
 const MAX_SAFE: i64 = 9_007_199_254_740_991;
 
@@ -313,7 +313,7 @@ fn model_pack(evs: &[Ev]) -> String {
 }
 
 fn pack(input: &[u8]) -> Vec<u8> {
-    let mut p = Packer::default();
+    let mut p = ChunkPacker::default();
     let mut out = Vec::new();
     for line in input.split_inclusive(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\n").unwrap();

@@ -5,15 +5,15 @@
 use libfuzzer_sys::fuzz_target;
 use sess::profile::{Choice, Class, Overrides, registry};
 use sess::event;
-use sess::filter::{Filter, Options};
+use sess::filter::{Filter, FilterOptions};
 
 fuzz_target!(|data: &[u8]| {
     let include_live = data.first().is_some_and(|b| b & 1 == 1);
     let cap = 1024;
-    let opts = Options {
+    let opts = FilterOptions {
         include_live,
         max_frame_bytes: cap,
-        ..Options::default()
+        ..FilterOptions::default()
     };
     let profile = registry::builtin("pi").unwrap();
     let mut f = Filter::new(Choice::fixed(profile.clone()), Overrides::default(), opts).unwrap();

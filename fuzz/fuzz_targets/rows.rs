@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sess::json;
-use sess::rows::{self, Packer, Parsed};
+use sess::rows::{self, ChunkPacker, Parsed};
 
 fn unpack(packed: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
     if has_rows {
         return;
     }
-    let mut packer = Packer::default();
+    let mut packer = ChunkPacker::default();
     let mut packed = Vec::new();
     let mut lines = data.split_inclusive(|&b| b == b'\n').peekable();
     while let Some(line) = lines.next() {

@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use sess::frames::writer::{FrameWriter, Layout, Options};
+use sess::frames::writer::{FrameOptions, FrameWriter, Layout};
 use sess::frames::{FrameReader, Index, Recovery};
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let chunk = 1 + usize::from(data[2] >> 1);
     let layout = if data[2] & 1 == 1 { Layout::Dsh } else { Layout::Sess };
     let content = &data[3..];
-    let opts = Options {
+    let opts = FrameOptions {
         level: 1,
         frame_size,
         layout,

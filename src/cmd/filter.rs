@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::cli::{ClassArg, Damage, Global, Inputs, Output};
 use sess::event::LastLine;
-use sess::filter::{Filter, Options};
+use sess::filter::{Filter, FilterOptions};
 use sess::input::{Flow, Input};
 use sess::io::Sink;
 use sess::profile::{Choice, Class, Overrides};
@@ -109,7 +109,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         boundaries: args.boundary,
         facts: args.fact,
     };
-    let opts = Options {
+    let opts = FilterOptions {
         include_live: args.include_live_events,
         keep_boundaries: args.keep_boundaries,
         max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),

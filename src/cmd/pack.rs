@@ -101,7 +101,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         Out::plain(sink)
     } else {
         sink.refuse_terminal("compressed output")?;
-        let opts = writer::Options {
+        let opts = writer::FrameOptions {
             level: args.level,
             frame_size: args.frame_size as usize,
             layout: args.layout.into(),

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::{self, Damage, Global};
 use sess::delta::Op;
-use sess::delta::oplist::{self, Options, Replayer, Tail};
+use sess::delta::oplist::{self, RecoverOptions, Replayer, Tail};
 use sess::input::{self, Flow, Input};
 use sess::io::{Line, LineReader, Sink};
 use sess::value::Value;
@@ -72,7 +72,7 @@ pub struct Args {
 pub fn run(args: Args, g: Global) -> Result<()> {
     let input = Input::from_arg(&args.file);
     let name = input.name();
-    let opts = Options {
+    let opts = RecoverOptions {
         at: args.at,
         from_start: args.from_start,
         address: args.address.clone(),
@@ -107,7 +107,7 @@ struct Printer<'a> {
 
 impl Printer<'_> {
     /// A plain file: find the last base reading backwards, then replay forward from it.
-    fn plain_file(&mut self, p: &std::path::Path, opts: Options) -> Result<Replayer> {
+    fn plain_file(&mut self, p: &std::path::Path, opts: RecoverOptions) -> Result<Replayer> {
         let name = self.name.clone();
         let mut file = File::open(p).with_context(|| format!("{name}: cannot open"))?;
         let start =
@@ -141,7 +141,7 @@ impl Printer<'_> {
     }
 
     /// Stdin or a compressed file: read forward, keeping the lines since the last base.
-    fn stream(&mut self, input: &Input, opts: Options, g: Global) -> Result<Replayer> {
+    fn stream(&mut self, input: &Input, opts: RecoverOptions, g: Global) -> Result<Replayer> {
         let mut tail = Tail::default();
         let mut torn_at = None;
         super::each_line(

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
 use sess::input;
 use sess::io::Sink;
-use sess::repair::{self, Report};
+use sess::repair::{self, RepairReport};
 
 const ABOUT: &str = "Salvage a damaged or torn log: keep every complete record, report the rest";
 
@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut sink = Sink::open(target.as_deref(), &inputs)?;
     let report = if input::file_is_zstd(&args.file)? {
         sink.refuse_terminal("compressed output")?;
-        let opts = writer::Options {
+        let opts = writer::FrameOptions {
             level: 3,
             frame_size: DEFAULT_FRAME_SIZE,
             layout: Layout::Sess,
@@ -78,7 +78,7 @@ pub fn run(args: Args) -> Result<()> {
     Ok(sink.finish()?)
 }
 
-fn print_report(name: &str, report: &Report) {
+fn print_report(name: &str, report: &RepairReport) {
     let mut kept = format!("sess repair: {name}: kept {} line(s)", report.lines_kept);
     if report.frames_kept > 0 {
         kept = format!(

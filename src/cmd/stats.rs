@@ -8,7 +8,7 @@ use crate::cli::{Damage, Global, Inputs};
 use sess::event::LastLine;
 use sess::input::Flow;
 use sess::io::Sink;
-use sess::stats::{Report, Stats};
+use sess::stats::{Stats, StatsReport};
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
 
@@ -55,7 +55,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         )?;
         files.push(stats.report());
     }
-    let report = Report::new(files);
+    let report = StatsReport::new(files);
     let mut out = Sink::stdout();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;

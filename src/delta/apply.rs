@@ -5,13 +5,13 @@
 //! `t` drops UTF-16 code units from the front. Not transactional: ops before a failing
 //! op stay applied, so callers stop at the first error.
 
-use super::{Error, Op, Path, Seg};
+use super::{Op, OpError, Path, Seg};
 use crate::value::{MAX_DEPTH, Value};
 
 /// Applies `op` to `root` (`None` until the first `r`). An op that would make the value
 /// nest deeper than [`MAX_DEPTH`] is refused: everything that walks a value (serializing,
 /// diffing, dropping it) recurses, and a value built by ops is otherwise unbounded.
-pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
+pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), OpError> {
     check_depth(&op)?;
     match op {
         Op::Replace(v) => {
@@ -20,7 +20,7 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
         }
         Op::Splice(path, i, remove, items) => {
             let Some(Value::Array(a)) = resolve(root, &path)? else {
-                return Err(Error::unresolvable(&path));
+                return Err(OpError::unresolvable(&path));
             };
             let i = (i as usize).min(a.len());
             let remove = (remove as usize).min(a.len() - i);
@@ -39,18 +39,18 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), Error> {
                         .collect();
                     Ok(())
                 }
-                _ => Err(Error::unresolvable(&path)),
+                _ => Err(OpError::unresolvable(&path)),
             }
         }
-        Op::Set(path, v) => at_parent(root, &path, Member::Set(v)),
-        Op::Delete(path) => at_parent(root, &path, Member::Delete),
-        Op::Append(path, s) => at_parent(root, &path, Member::Append(s)),
-        Op::Truncate(path, n) => at_parent(root, &path, Member::Truncate(n)),
+        Op::Set(path, v) => at_parent(root, &path, Change::Set(v)),
+        Op::Delete(path) => at_parent(root, &path, Change::Delete),
+        Op::Append(path, s) => at_parent(root, &path, Change::Append(s)),
+        Op::Truncate(path, n) => at_parent(root, &path, Change::Truncate(n)),
     }
 }
 
 /// Refuses an op whose value, placed at its path, would nest deeper than [`MAX_DEPTH`].
-fn check_depth(op: &Op) -> Result<(), Error> {
+fn check_depth(op: &Op) -> Result<(), OpError> {
     let depth = match op {
         Op::Replace(v) => v.depth(),
         Op::Set(p, v) => p.len() + v.depth(),
@@ -60,7 +60,7 @@ fn check_depth(op: &Op) -> Result<(), Error> {
         _ => 0,
     };
     if depth > MAX_DEPTH {
-        return Err(Error::type_error(&format!(
+        return Err(OpError::type_error(&format!(
             "the value would nest {depth} levels deep, more than the {MAX_DEPTH} sess allows"
         )));
     }
@@ -68,7 +68,7 @@ fn check_depth(op: &Op) -> Result<(), Error> {
 }
 
 /// What `s`, `d`, `a` and `t` do to the member their path ends at.
-enum Member {
+enum Change {
     Set(Value),
     Delete,
     Append(Vec<u16>),
@@ -91,12 +91,15 @@ fn seg_text(seg: &Seg) -> String {
 }
 
 /// Walks `path` through own members. `Ok(None)` only for the empty path of an absent root.
-fn resolve<'a>(root: &'a mut Option<Value>, path: &[Seg]) -> Result<Option<&'a mut Value>, Error> {
+fn resolve<'a>(
+    root: &'a mut Option<Value>,
+    path: &[Seg],
+) -> Result<Option<&'a mut Value>, OpError> {
     let Some(mut cur) = root.as_mut() else {
         return if path.is_empty() {
             Ok(None)
         } else {
-            Err(Error::unresolvable(&path[..1]))
+            Err(OpError::unresolvable(&path[..1]))
         };
     };
     for (k, seg) in path.iter().enumerate() {
@@ -108,72 +111,72 @@ fn resolve<'a>(root: &'a mut Option<Value>, path: &[Seg]) -> Result<Option<&'a m
                     .iter_mut()
                     .find(|(name, _)| *name == key)
                     .map(|(_, v)| v)
-                    .ok_or_else(|| Error::unresolvable(here))?
+                    .ok_or_else(|| OpError::unresolvable(here))?
             }
             Value::Array(items) => match seg {
-                Seg::Key(_) => return Err(Error::unsafe_segment(&seg_text(seg))),
+                Seg::Key(_) => return Err(OpError::unsafe_segment(&seg_text(seg))),
                 Seg::Index(i) => items
                     .get_mut(*i as usize)
-                    .ok_or_else(|| Error::unresolvable(here))?,
+                    .ok_or_else(|| OpError::unresolvable(here))?,
             },
-            _ => return Err(Error::unresolvable(here)),
+            _ => return Err(OpError::unresolvable(here)),
         };
     }
     Ok(Some(cur))
 }
 
-fn at_parent(root: &mut Option<Value>, path: &Path, what: Member) -> Result<(), Error> {
+fn at_parent(root: &mut Option<Value>, path: &Path, what: Change) -> Result<(), OpError> {
     let Some((last, parent_path)) = path.split_last() else {
-        return Err(Error::unresolvable(&[]));
+        return Err(OpError::unresolvable(&[]));
     };
-    let parent = resolve(root, parent_path)?.ok_or_else(|| Error::unresolvable(path))?;
+    let parent = resolve(root, parent_path)?.ok_or_else(|| OpError::unresolvable(path))?;
     match parent {
         Value::Array(items) => {
             let Seg::Index(i) = last else {
-                return Err(Error::unsafe_segment(&seg_text(last)));
+                return Err(OpError::unsafe_segment(&seg_text(last)));
             };
             let i = *i as usize;
             if i > items.len() {
-                return Err(Error::unsafe_segment(&i.to_string()));
+                return Err(OpError::unsafe_segment(&i.to_string()));
             }
             match what {
-                Member::Set(v) if i == items.len() => items.push(v),
-                Member::Set(v) => items[i] = v,
-                Member::Delete if i < items.len() => {
+                Change::Set(v) if i == items.len() => items.push(v),
+                Change::Set(v) => items[i] = v,
+                Change::Delete if i < items.len() => {
                     items.remove(i);
                 }
-                Member::Delete => return Err(Error::unresolvable(path)),
-                Member::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
-                Member::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
+                Change::Delete => return Err(OpError::unresolvable(path)),
+                Change::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
+                Change::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
             }
         }
         Value::Object(members) => {
             let key = key_of(last);
             let pos = members.iter().position(|(k, _)| *k == key);
             match (what, pos) {
-                (Member::Set(v), Some(p)) => members[p].1 = v,
-                (Member::Set(v), None) => members.push((key, v)),
-                (Member::Delete, Some(p)) => {
+                (Change::Set(v), Some(p)) => members[p].1 = v,
+                (Change::Set(v), None) => members.push((key, v)),
+                (Change::Delete, Some(p)) => {
                     members.remove(p);
                 }
-                (Member::Delete, None) => {}
-                (Member::Append(s), p) => {
+                (Change::Delete, None) => {}
+                (Change::Append(s), p) => {
                     string_at(p.map(|p| &mut members[p].1), path)?.extend_from_slice(&s)
                 }
-                (Member::Truncate(n), p) => {
+                (Change::Truncate(n), p) => {
                     truncate(string_at(p.map(|p| &mut members[p].1), path)?, n)
                 }
             }
         }
-        _ => return Err(Error::unresolvable(parent_path)),
+        _ => return Err(OpError::unresolvable(parent_path)),
     }
     Ok(())
 }
 
-fn string_at<'a>(v: Option<&'a mut Value>, path: &Path) -> Result<&'a mut Vec<u16>, Error> {
+fn string_at<'a>(v: Option<&'a mut Value>, path: &Path) -> Result<&'a mut Vec<u16>, OpError> {
     match v {
         Some(Value::String(s)) => Ok(s),
-        _ => Err(Error::unresolvable(path)),
+        _ => Err(OpError::unresolvable(path)),
     }
 }
 

@@ -42,7 +42,7 @@ pub fn diff(prev: Option<&Value>, next: &Value, limits: Limits) -> Vec<Op> {
         (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_))
     );
     if root_in_place && !has_reserved_key(prev) && !has_reserved_key(next) {
-        at(&mut Vec::new(), prev, next, limits, &mut ops);
+        walk(&mut Vec::new(), prev, next, limits, &mut ops);
     } else if prev != next {
         ops.push(Op::Replace(next.clone()));
     }
@@ -55,7 +55,7 @@ fn has_reserved_key(v: &Value) -> bool {
     matches!(v, Value::Object(m) if m.iter().any(|(k, _)| is_reserved(k)))
 }
 
-fn at(path: &mut Path, a: &Value, b: &Value, limits: Limits, ops: &mut Vec<Op>) {
+fn walk(path: &mut Path, a: &Value, b: &Value, limits: Limits, ops: &mut Vec<Op>) {
     if a == b {
         return;
     }
@@ -72,7 +72,7 @@ fn at(path: &mut Path, a: &Value, b: &Value, limits: Limits, ops: &mut Vec<Op>) 
                     None => ops.push(Op::Set(child(path, Seg::Key(k.clone())), vb.clone())),
                     Some((_, va)) => {
                         path.push(Seg::Key(k.clone()));
-                        at(path, va, vb, limits, ops);
+                        walk(path, va, vb, limits, ops);
                         path.pop();
                     }
                 }
@@ -106,7 +106,7 @@ fn array(path: &mut Path, xa: &[Value], xb: &[Value], limits: Limits, ops: &mut 
         // Elements changed in place: follow them down (a growing text block stays an append).
         for (i, (a, b)) in mid_a.iter().zip(mid_b).enumerate() {
             path.push(Seg::Index((prefix + i) as u64));
-            at(path, a, b, limits, ops);
+            walk(path, a, b, limits, ops);
             path.pop();
         }
     } else {

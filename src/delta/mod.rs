@@ -126,41 +126,41 @@ pub enum ErrorKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct OpError {
     pub kind: ErrorKind,
     pub message: String,
 }
 
-impl Error {
-    pub fn type_error(msg: &str) -> Error {
-        Error {
+impl OpError {
+    pub fn type_error(msg: &str) -> OpError {
+        OpError {
             kind: ErrorKind::TypeError,
             message: msg.to_string(),
         }
     }
 
     /// `unsafe path segment: <seg>`, the segment written as JavaScript's `String()` would.
-    pub fn unsafe_segment(seg: &str) -> Error {
-        Error {
+    pub fn unsafe_segment(seg: &str) -> OpError {
+        OpError {
             kind: ErrorKind::UnsafePathError,
             message: format!("unsafe path segment: {seg}"),
         }
     }
 
     /// `unresolvable path: <JSON of the path>`.
-    pub fn unresolvable(path: &[Seg]) -> Error {
-        Error::unresolvable_text(&String::from_utf8_lossy(&path_value(path).to_json()))
+    pub fn unresolvable(path: &[Seg]) -> OpError {
+        OpError::unresolvable_text(&String::from_utf8_lossy(&path_value(path).to_json()))
     }
 
-    pub fn unresolvable_text(what: &str) -> Error {
-        Error {
+    pub fn unresolvable_text(what: &str) -> OpError {
+        OpError {
             kind: ErrorKind::PathError,
             message: format!("unresolvable path: {what}"),
         }
     }
 }
 
-impl fmt::Display for Error {
+impl fmt::Display for OpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let class = match self.kind {
             ErrorKind::TypeError => "TypeError",
@@ -171,7 +171,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for OpError {}
 
 /// A segment as JavaScript's `String()` writes it (arrays join their elements with `,`).
 pub fn js_string(v: &Value) -> String {
@@ -198,9 +198,9 @@ pub fn js_string(v: &Value) -> String {
 
 /// A path from its JSON form, checking every segment: a string that is not reserved, or an
 /// integer ≥ 0. Numbers stay numbers, so `["o","0"]` and `["o",0]` differ, as on the wire.
-pub fn parse_path(v: &Value) -> Result<Path, Error> {
+pub fn parse_path(v: &Value) -> Result<Path, OpError> {
     let Value::Array(items) = v else {
-        return Err(Error::type_error("path is not an array"));
+        return Err(OpError::type_error("path is not an array"));
     };
     items.iter().map(segment).collect()
 }
@@ -210,18 +210,18 @@ pub fn is_reserved(key: &[u16]) -> bool {
     RESERVED.iter().any(|r| value::eq_str(key, r))
 }
 
-fn segment(v: &Value) -> Result<Seg, Error> {
+fn segment(v: &Value) -> Result<Seg, OpError> {
     match v {
         Value::String(s) => {
             if is_reserved(s) {
-                return Err(Error::unsafe_segment(&String::from_utf16_lossy(s)));
+                return Err(OpError::unsafe_segment(&String::from_utf16_lossy(s)));
             }
             Ok(Seg::Key(s.clone()))
         }
         Value::Number(n) if n.fract() == 0.0 && *n >= 0.0 && *n <= crate::json::MAX_SAFE as f64 => {
             Ok(Seg::Index(*n as u64))
         }
-        other => Err(Error::unsafe_segment(&js_string(other))),
+        other => Err(OpError::unsafe_segment(&js_string(other))),
     }
 }
 

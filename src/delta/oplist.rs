@@ -8,13 +8,13 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use super::apply::apply;
 use super::wire::{self, Decoder};
-use super::{Error, Op};
+use super::{Op, OpError};
 use crate::json;
 use crate::value::Value;
 
 /// A record's `tag`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tag {
+pub enum BatchTag {
     Absent,
     Null,
     Base,
@@ -24,7 +24,7 @@ pub enum Tag {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub seq: Option<u64>,
-    pub tag: Tag,
+    pub tag: BatchTag,
     pub ops: Value,
     pub address: Option<String>,
 }
@@ -36,7 +36,7 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
     let rec = match v {
         Value::Array(_) => Record {
             seq: None,
-            tag: Tag::Absent,
+            tag: BatchTag::Absent,
             ops: v,
             address: None,
         },
@@ -51,9 +51,9 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
                 Some(s) => Some(super::count(s).ok_or("\"seq\" must be a non-negative integer")?),
             };
             let tag = match v.get("tag") {
-                None => Tag::Absent,
-                Some(Value::Null) => Tag::Null,
-                Some(t) if t.as_str().as_deref() == Some("base") => Tag::Base,
+                None => BatchTag::Absent,
+                Some(Value::Null) => BatchTag::Null,
+                Some(t) if t.as_str().as_deref() == Some("base") => BatchTag::Base,
                 Some(_) => return Err("\"tag\" must be \"base\", null or absent".into()),
             };
             let address = match v.get("address") {
@@ -71,8 +71,12 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
     };
     let base = matches!(&rec.ops, Value::Array(ops) if matches!(ops.first(), Some(Value::Array(t)) if t.first().and_then(Value::as_str).as_deref() == Some("r")));
     match rec.tag {
-        Tag::Base if !base => Err("the record is tagged \"base\" but its first op is not r".into()),
-        Tag::Null if base => Err("the record's first op is r but it is not tagged \"base\"".into()),
+        BatchTag::Base if !base => {
+            Err("the record is tagged \"base\" but its first op is not r".into())
+        }
+        BatchTag::Null if base => {
+            Err("the record's first op is r but it is not tagged \"base\"".into())
+        }
         _ => Ok(rec),
     }
 }
@@ -127,7 +131,7 @@ pub struct Replay {
 }
 
 /// A batch that failed: the op index (when known) and why.
-pub type BatchError = (Option<usize>, Error);
+pub type BatchError = (Option<usize>, OpError);
 
 impl Replay {
     /// Applies one batch, returning its decoded ops.
@@ -252,7 +256,7 @@ mod tests {
     #[test]
     fn parses_records_and_checks_tags() {
         let r = parse_record(br#"{"seq":3,"tag":"base","ops":[["r",1]]}"#).unwrap();
-        assert_eq!((r.seq, r.tag), (Some(3), Tag::Base));
+        assert_eq!((r.seq, r.tag), (Some(3), BatchTag::Base));
         assert!(parse_record(br#"[["s",["a"],1]]"#).is_ok());
         assert!(parse_record(br#"{"seq":1,"value":[]}"#).is_ok());
         assert!(
@@ -316,7 +320,7 @@ mod tests {
 
 /// What to recover.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct RecoverOptions {
     /// The value after the last batch whose seq is at most this (replay starts at the last
     /// base at or before it). Every record must then carry a seq.
     pub at: Option<u64>,
@@ -328,7 +332,7 @@ pub struct Options {
     pub strict: bool,
 }
 
-impl Options {
+impl RecoverOptions {
     /// Whether records are replayed per address: the list's first record carries an
     /// address and no `address` picks one. Such a list is replayed whole.
     pub fn by_address(&self, first: &Peek<'_>) -> bool {
@@ -368,9 +372,9 @@ pub struct Start {
 }
 
 /// Where the replay must start in a plain file: the offset of the last record that
-/// [`Options::starts_replay`], found reading backwards, or 0 if there is none or the list
+/// [`RecoverOptions::starts_replay`], found reading backwards, or 0 if there is none or the list
 /// is replayed whole.
-pub fn find_start(file: &mut File, opts: &Options) -> io::Result<Start> {
+pub fn find_start(file: &mut File, opts: &RecoverOptions) -> io::Result<Start> {
     let first = first_record(file)?;
     let by_address = first.as_deref().is_some_and(|l| opts.by_address(&peek(l)));
     let whole = Start {
@@ -407,7 +411,7 @@ pub fn is_blank(line: &[u8]) -> bool {
 }
 
 /// The forward finder, for input that cannot be read backwards (stdin, compressed files):
-/// keeps the lines since the last record that [`Options::starts_replay`].
+/// keeps the lines since the last record that [`RecoverOptions::starts_replay`].
 #[derive(Debug, Default)]
 pub struct Tail {
     by_address: Option<bool>,
@@ -416,7 +420,7 @@ pub struct Tail {
 }
 
 impl Tail {
-    pub fn push(&mut self, opts: &Options, number: u64, offset: u64, line: &[u8]) {
+    pub fn push(&mut self, opts: &RecoverOptions, number: u64, offset: u64, line: &[u8]) {
         if is_blank(line) {
             return;
         }
@@ -446,7 +450,7 @@ pub struct Applied<'a> {
 /// way of reading a list.
 #[derive(Debug)]
 pub struct Replayer {
-    opts: Options,
+    opts: RecoverOptions,
     by_address: bool,
     /// One replay per address ("" for records without one, or when not by address).
     lists: std::collections::BTreeMap<String, Replay>,
@@ -454,7 +458,7 @@ pub struct Replayer {
 }
 
 impl Replayer {
-    pub fn new(opts: Options, by_address: bool) -> Replayer {
+    pub fn new(opts: RecoverOptions, by_address: bool) -> Replayer {
         Replayer {
             opts,
             by_address,

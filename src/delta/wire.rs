@@ -7,20 +7,20 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Error, Op, Path, count, js_string, parse_path, path_value};
+use super::{Op, OpError, Path, count, js_string, parse_path, path_value};
 use crate::value::Value;
 
 /// Checks the shape of a wire op (`assertValidWireOp`): verb, arity, payload types, path
 /// references and their segments.
-pub fn validate(op: &Value) -> Result<(), Error> {
+pub fn validate(op: &Value) -> Result<(), OpError> {
     let t = match op {
         Value::Array(t) if !t.is_empty() => t,
-        _ => return Err(Error::type_error("op is not a tuple")),
+        _ => return Err(OpError::type_error("op is not a tuple")),
     };
     let verb = match &t[0] {
         Value::String(s) => String::from_utf16_lossy(s),
         other => {
-            return Err(Error::type_error(&format!(
+            return Err(OpError::type_error(&format!(
                 "unknown op verb: {}",
                 js_string(other)
             )));
@@ -31,7 +31,7 @@ pub fn validate(op: &Value) -> Result<(), Error> {
         if ok {
             Ok(())
         } else {
-            Err(Error::type_error(&format!("{verb} arity")))
+            Err(OpError::type_error(&format!("{verb} arity")))
         }
     };
     // The path reference of a long form, at index 1.
@@ -49,14 +49,14 @@ pub fn validate(op: &Value) -> Result<(), Error> {
         "a" => {
             arity(n == 2 || n == 3)?;
             if !matches!(t[n - 1], Value::String(_)) {
-                return Err(Error::type_error("a value"));
+                return Err(OpError::type_error("a value"));
             }
             reference(n == 3)
         }
         "t" => {
             arity(n == 2 || n == 3)?;
             if count(&t[n - 1]).is_none() {
-                return Err(Error::type_error("t count"));
+                return Err(OpError::type_error("t count"));
             }
             reference(n == 3)
         }
@@ -64,13 +64,13 @@ pub fn validate(op: &Value) -> Result<(), Error> {
             arity(n == 4 || n == 5)?;
             reference(n == 5)?;
             if count(&t[n - 3]).is_none() {
-                return Err(Error::type_error("p index"));
+                return Err(OpError::type_error("p index"));
             }
             if count(&t[n - 2]).is_none() {
-                return Err(Error::type_error("p remove"));
+                return Err(OpError::type_error("p remove"));
             }
             if !matches!(t[n - 1], Value::Array(_)) {
-                return Err(Error::type_error("p items"));
+                return Err(OpError::type_error("p items"));
             }
             Ok(())
         }
@@ -81,26 +81,26 @@ pub fn validate(op: &Value) -> Result<(), Error> {
         }
         "#" => {
             if n != 3 || count(&t[1]).is_none() || !matches!(t[2], Value::Array(_)) {
-                return Err(Error::type_error("# shape"));
+                return Err(OpError::type_error("# shape"));
             }
             parse_path(&t[2]).map(|_| ())
         }
-        _ => Err(Error::type_error(&format!("unknown op verb: {verb}"))),
+        _ => Err(OpError::type_error(&format!("unknown op verb: {verb}"))),
     }
 }
 
-fn validate_ref(v: &Value) -> Result<(), Error> {
+fn validate_ref(v: &Value) -> Result<(), OpError> {
     match v {
         Value::Number(_) if count(v).is_some() => Ok(()),
-        Value::Number(_) => Err(Error::type_error("bad path id")),
+        Value::Number(_) => Err(OpError::type_error("bad path id")),
         _ => parse_path(v).map(|_| ()),
     }
 }
 
 /// A permutation of `0..n`.
-fn permutation(v: &Value) -> Result<Vec<u64>, Error> {
+fn permutation(v: &Value) -> Result<Vec<u64>, OpError> {
     let Value::Array(items) = v else {
-        return Err(Error::type_error("m permutation is not an array"));
+        return Err(OpError::type_error("m permutation is not an array"));
     };
     let perm: Option<Vec<u64>> = items.iter().map(count).collect();
     let bijection = perm.as_ref().is_some_and(|p| {
@@ -110,7 +110,7 @@ fn permutation(v: &Value) -> Result<Vec<u64>, Error> {
     });
     match perm {
         Some(p) if bijection => Ok(p),
-        _ => Err(Error::type_error("m permutation is not a bijection")),
+        _ => Err(OpError::type_error("m permutation is not a bijection")),
     }
 }
 
@@ -121,12 +121,12 @@ pub struct Decoder {
 }
 
 /// A decoding failure: the index of the op in its batch (if the batch is an array) and why.
-pub type DecodeError = (Option<usize>, Error);
+pub type DecodeError = (Option<usize>, OpError);
 
 impl Decoder {
     pub fn decode(&mut self, batch: &Value) -> Result<Vec<Op>, DecodeError> {
         let Value::Array(ops) = batch else {
-            return Err((None, Error::type_error("op is not a tuple")));
+            return Err((None, OpError::type_error("op is not a tuple")));
         };
         let mut previous: Option<Path> = None;
         let mut out = Vec::with_capacity(ops.len());
@@ -138,7 +138,7 @@ impl Decoder {
         Ok(out)
     }
 
-    fn one(&mut self, op: &Value, previous: &mut Option<Path>) -> Result<Option<Op>, Error> {
+    fn one(&mut self, op: &Value, previous: &mut Option<Path>) -> Result<Option<Op>, OpError> {
         validate(op)?;
         let Value::Array(t) = op else {
             unreachable!("validated")
@@ -162,7 +162,7 @@ impl Decoder {
             (b'd', 1) | (b's' | b'a' | b't' | b'm', 2) | (b'p', 4)
         );
         let path = if short {
-            previous.clone().ok_or_else(|| Error::unresolvable(&[]))?
+            previous.clone().ok_or_else(|| OpError::unresolvable(&[]))?
         } else {
             let path = match &t[1] {
                 Value::Number(_) => {
@@ -170,7 +170,7 @@ impl Decoder {
                     self.paths
                         .get(&id)
                         .cloned()
-                        .ok_or_else(|| Error::unresolvable_text(&id.to_string()))?
+                        .ok_or_else(|| OpError::unresolvable_text(&id.to_string()))?
                 }
                 p => parse_path(p)?,
             };
@@ -178,7 +178,7 @@ impl Decoder {
             path
         };
         if path.is_empty() && matches!(verb, b's' | b'd' | b'a' | b't') {
-            return Err(Error::unresolvable(&[]));
+            return Err(OpError::unresolvable(&[]));
         }
         let last = &t[t.len() - 1];
         Ok(Some(match verb {

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::profile::{Choice, Chooser, Class, Overrides, Profile};
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct FilterOptions {
     pub include_live: bool,
     pub keep_boundaries: bool,
     pub max_frame_bytes: usize,
@@ -25,9 +25,9 @@ pub struct Options {
     pub only: Option<Class>,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
+impl Default for FilterOptions {
+    fn default() -> FilterOptions {
+        FilterOptions {
             include_live: false,
             keep_boundaries: false,
             max_frame_bytes: 256 * 1024,
@@ -125,7 +125,7 @@ impl OpenRuns {
 
 pub struct Filter {
     profile: Chooser,
-    opts: Options,
+    opts: FilterOptions,
     open: OpenRuns,
     pub counts: BTreeMap<Class, Counts>,
     /// Opted-in frames too large to bound at all (not even their type fits the cap).
@@ -136,7 +136,7 @@ pub struct Filter {
 
 impl Filter {
     /// Fails when the overrides do not apply (a malformed `--frame`).
-    pub fn new(choice: Choice, overrides: Overrides, opts: Options) -> Result<Filter> {
+    pub fn new(choice: Choice, overrides: Overrides, opts: FilterOptions) -> Result<Filter> {
         Ok(Filter {
             profile: Chooser::new(choice, overrides)?,
             opts,

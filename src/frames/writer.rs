@@ -19,7 +19,7 @@ pub enum Layout {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct FrameOptions {
     pub level: i32,
     /// A frame is cut at the last line end once this many uncompressed bytes are pending.
     pub frame_size: usize,
@@ -43,7 +43,7 @@ pub const DEFAULT_FRAME_SIZE: usize = 1 << 20;
 
 pub struct FrameWriter<W: Write> {
     out: W,
-    opts: Options,
+    opts: FrameOptions,
     compressor: zstd::bulk::Compressor<'static>,
     /// Uncompressed bytes not yet in a frame; may end inside a line.
     pending: Vec<u8>,
@@ -52,7 +52,7 @@ pub struct FrameWriter<W: Write> {
 }
 
 impl<W: Write> FrameWriter<W> {
-    pub fn new(out: W, opts: Options) -> io::Result<FrameWriter<W>> {
+    pub fn new(out: W, opts: FrameOptions) -> io::Result<FrameWriter<W>> {
         let mut compressor = zstd::bulk::Compressor::new(opts.level)?;
         compressor.set_parameter(CParameter::ChecksumFlag(true))?;
         compressor.set_parameter(CParameter::ContentSizeFlag(true))?;
@@ -241,7 +241,7 @@ impl<W: Write> Write for FrameWriter<W> {
 mod tests {
     use super::*;
 
-    fn write_all(data: &[u8], opts: Options, chunk: usize) -> (Vec<u8>, Index) {
+    fn write_all(data: &[u8], opts: FrameOptions, chunk: usize) -> (Vec<u8>, Index) {
         let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
         for c in data.chunks(chunk) {
             w.write_all(c).unwrap();
@@ -256,7 +256,7 @@ mod tests {
                 format!("{{\"seq\":{i},\"x\":\"{}\"}}\n", "y".repeat(i % 50)).into_bytes()
             })
             .collect();
-        let opts = Options {
+        let opts = FrameOptions {
             level: 3,
             frame_size: 4096,
             layout: Layout::Sess,
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn dsh_layout_puts_the_header_alone_and_writes_no_index() {
         let data = b"{\"type\":\"session\",\"version\":0}\n{\"seq\":0}\n{\"seq\":1}\n";
-        let opts = Options {
+        let opts = FrameOptions {
             level: 3,
             frame_size: 1 << 20,
             layout: Layout::Dsh,
