@@ -38,7 +38,37 @@ pub struct Global {
     pub quiet: bool,
 }
 
-/// The inputs of a command that reads several.
+/// What a command that reads logs and writes events takes: its inputs, its output and how
+/// damaged compressed input is read. One struct, flattened into each such command.
+#[derive(Debug, Args)]
+pub struct IoArgs {
+    /// Input files ('-' or none for stdin).
+    pub files: Vec<PathBuf>,
+
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub damage: Damage,
+}
+
+impl IoArgs {
+    pub fn inputs(&self) -> Vec<Input> {
+        Input::list(&self.files)
+    }
+
+    pub fn open_options(&self, g: Global) -> OpenOptions {
+        self.damage.open_options(g)
+    }
+
+    /// The output, refused when it is one of the inputs.
+    pub fn sink(&self) -> sess::error::Result<sess::io::Sink> {
+        sess::io::Sink::open(self.output.as_deref(), &Input::paths(&self.inputs()))
+    }
+}
+
+/// The inputs of a command that reads several and writes no events.
 #[derive(Debug, Args)]
 pub struct Inputs {
     /// Input files ('-' or none for stdin).

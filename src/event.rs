@@ -155,6 +155,15 @@ pub fn expand<E: From<Error>>(
     Ok(Flow::More)
 }
 
+/// The seq of a line's first logical event, as the frame index records it: its `seq`, a
+/// chunk row's `seq0`, or the `seq` of a snapshot-delta row's first event.
+pub fn line_seq(line: &[u8]) -> Option<i64> {
+    if snapshots::is_row(line) {
+        return json::field(line, "first").and_then(seq);
+    }
+    seq(line).or_else(|| json::field(line, "seq0").and_then(json::safe_integer))
+}
+
 /// The top-level `seq` of an event, if it has a safe integer one.
 pub fn seq(line: &[u8]) -> Option<i64> {
     json::field(line, "seq").and_then(json::safe_integer)

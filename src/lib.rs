@@ -1,17 +1,22 @@
 //! sess: make agent session logs small, safe and easy to read.
 //!
-//! Data flows one way: source → lines → events → command → sink.
+//! Data flows one way: source → lines → events → command → sink. Each module sits on a
+//! layer and uses only modules of lower layers (`tests/layers.rs` checks it from the code,
+//! reading the table below):
 //!
-//! - [`io`]: inputs (files, stdin, zstd), the line splitter, and atomic outputs.
-//! - [`json`]: a non-recursive scanner over raw JSON text.
-//! - [`event`]: what commands ask of a raw line (its `type`), found without parsing it.
-//! - [`dialect`]: which producer wrote a log.
-//! - [`stats`]: where the bytes of a log go.
-//! - [`rows`]: packed chunk rows, encoder and decoder side by side; [`snapshots`]:
-//!   snapshot-delta rows; [`pack`] routes events to either.
-//! - [`durability`]: classes, profiles, boundary projection and frame bounding;
-//!   [`filter`] applies them to a stream.
-//! - [`value`]: a JSON value as JavaScript holds one (UTF-16 strings, double numbers).
+//! | layer | modules | what they are |
+//! |---|---|---|
+//! | 0 | error, json | typed errors with their place; a non-recursive scanner over raw JSON |
+//! | 1 | value, io | a JSON value as JavaScript holds one; reads, the line splitter, outputs, signals |
+//! | 2 | delta, rows, frames | formats: op lists, packed chunk rows, the zstd container |
+//! | 3 | snapshots, input, profile | snapshot-delta rows; opening inputs; producers as data |
+//! | 4 | event | logical events: lines with packed rows expanded |
+//! | 5 | filter, pack, repair | the engines: durability filtering, packing, salvage |
+//! | 6 | stats | where the bytes go, from all of the above |
+//!
+//! The command line (`src/main.rs`, `src/cli.rs`, `src/cmd/`) is the binary's, not the
+//! library's: it parses arguments and wires an input through an engine into an output.
+//! `docs/ARCHITECTURE.md` is the map.
 
 pub mod delta;
 pub mod error;

@@ -17,7 +17,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use crate::frames::decode::{self, LineStats, Outcome};
 use crate::frames::index::Index;
 use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
-use crate::frames::writer::{self, FrameMeta, FrameWriter};
+use crate::frames::writer::{FrameMeta, FrameWriter};
 use crate::io::{Ending, LineReader};
 use crate::json;
 
@@ -171,7 +171,7 @@ impl Salvager<'_> {
         let meta = FrameMeta {
             uncompressed: stats.bytes,
             lines: stats.newlines + u64::from(stats.has_partial_line()),
-            first_seq: writer::first_seq(&stats.first_line),
+            first_seq: (out.options().first_seq)(&stats.first_line),
         };
         out.copy_frame(&mut self.bytes(span.offset, span.len)?, span.len, meta)?;
         self.keep(meta.lines);

@@ -110,7 +110,7 @@ struct SnapshotRun {
 }
 
 /// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
-/// run, the caller says ([`crate::pack`] asks the profile).
+/// run, the caller says (`sess pack` asks the profile).
 #[derive(Default)]
 pub struct SnapshotPacker {
     run: Option<SnapshotRun>,
@@ -216,13 +216,28 @@ impl SnapshotPacker {
 mod tests {
     use super::*;
 
+    /// Packs the lines whose type ends in `_update` (grouped by type and `toolCallId`);
+    /// the others are copied. The profile's part, done by hand: this module only packs.
     fn pack(lines: &[&str]) -> Vec<u8> {
-        let mut p = crate::pack::Packer::default();
+        let mut p = SnapshotPacker::default();
         let mut out = Vec::new();
         for l in lines {
-            p.event(l.as_bytes(), true, &mut out).unwrap();
+            let line = l.as_bytes();
+            let kind = json::field(line, "type").and_then(json::str_value);
+            let value = SnapshotPacker::value_of(line);
+            match (kind, value) {
+                (Some(k), Some(v)) if k.ends_with("_update") => {
+                    let key = json::field(line, "toolCallId").map(<[u8]>::to_vec);
+                    p.take(line, (k.into_owned(), key), v, &mut out).unwrap();
+                }
+                _ => {
+                    p.finish(&mut out).unwrap();
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+            }
         }
-        p.end_input(&mut out).unwrap();
+        p.finish(&mut out).unwrap();
         out
     }
 

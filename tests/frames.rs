@@ -27,6 +27,7 @@ fn framed(data: &[u8], frame_size: usize) -> (Vec<u8>, Index) {
         level: 3,
         frame_size,
         layout: Layout::Sess,
+        first_seq: sess::event::line_seq,
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_all(data).unwrap();

@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         level: 1,
         frame_size,
         layout,
+        first_seq: sess::event::line_seq,
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     for (k, c) in content.chunks(chunk).enumerate() {

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Damage, Global, Inputs, Output};
+use crate::cli::{Global, IoArgs};
 use crate::range::Range;
 use sess::event::{self, Event, LastLine};
 use sess::frames::seek::Seekable;
@@ -34,7 +34,7 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     #[command(flatten)]
-    pub inputs: Inputs,
+    pub io: IoArgs,
 
     /// Keep only events whose top-level "type" is T (repeatable).
     #[arg(short = 't', long = "type", value_name = "T")]
@@ -53,12 +53,6 @@ pub struct Args {
     /// Print only the last N selected events.
     #[arg(long, value_name = "N")]
     pub tail: Option<usize>,
-
-    #[command(flatten)]
-    pub output: Output,
-
-    #[command(flatten)]
-    pub damage: Damage,
 }
 
 /// What makes an event selected, apart from its position.
@@ -86,12 +80,12 @@ impl Select<'_> {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = args.inputs.list();
+    let inputs = args.io.inputs();
     let select = Select {
         types: &args.types,
         seq: args.seq,
     };
-    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
+    let mut sink = args.io.sink()?;
     let seekable = match &inputs[..] {
         [Input::Path(p)] if args.lines.is_none() && (args.tail.is_some() || args.seq.is_some()) => {
             Seekable::open(p).with_context(|| format!("{}: cannot read", p.display()))?
@@ -117,7 +111,7 @@ fn sequential(
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
     super::each_event(
         inputs,
-        args.damage.open_options(g),
+        args.io.open_options(g),
         LastLine::Records,
         |_, ev| {
             position += 1;

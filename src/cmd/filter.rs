@@ -2,11 +2,10 @@
 
 use anyhow::Result;
 
-use crate::cli::{ClassArg, Damage, Global, Inputs, Output};
+use crate::cli::{ClassArg, Global, IoArgs};
 use sess::event::LastLine;
 use sess::filter::{Filter, FilterOptions};
-use sess::input::{Flow, Input};
-use sess::io::Sink;
+use sess::input::Flow;
 use sess::profile::{Choice, Class, Overrides};
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
@@ -41,7 +40,7 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     #[command(flatten)]
-    pub inputs: Inputs,
+    pub io: IoArgs,
 
     /// The producer's profile: auto (detected per input), none, one of those 'sess
     /// profiles' lists, or the path of a profile file.
@@ -85,12 +84,6 @@ pub struct Args {
     /// Print events and bytes in and out per class on stderr.
     #[arg(long)]
     pub stats: bool,
-
-    #[command(flatten)]
-    pub output: Output,
-
-    #[command(flatten)]
-    pub damage: Damage,
 }
 
 fn profile_help() -> String {
@@ -117,14 +110,14 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     };
     // The flags are checked before any output is created.
     let mut filter = Filter::new(Choice::parse(&args.profile)?, overrides, opts)?;
-    let inputs = args.inputs.list();
-    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
+    let inputs = args.io.inputs();
+    let mut sink = args.io.sink()?;
     let mut used: Vec<(String, String)> = Vec::new();
     for input in &inputs {
         filter.start_input(input.path());
         super::each_event(
             std::slice::from_ref(input),
-            args.damage.open_options(g),
+            args.io.open_options(g),
             LastLine::Records,
             |_, ev| {
                 filter.event(ev.bytes, ev.newline, &mut sink)?;

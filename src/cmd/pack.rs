@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{Damage, Global, Inputs, LayoutArg, Output};
+use crate::cli::{Global, IoArgs, LayoutArg};
 use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
@@ -46,7 +46,7 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     #[command(flatten)]
-    pub inputs: Inputs,
+    pub io: IoArgs,
 
     /// Write plain packed JSONL instead of zstd frames.
     #[arg(long)]
@@ -77,25 +77,19 @@ pub struct Args {
     /// Print how many events were packed into how many rows on stderr.
     #[arg(long)]
     pub stats: bool,
-
-    #[command(flatten)]
-    pub output: Output,
-
-    #[command(flatten)]
-    pub damage: Damage,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = args.inputs.list();
+    let inputs = args.io.inputs();
     let streaming =
         inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
     let paths = Input::paths(&inputs);
     // A stream's frames must survive a crash as they are written, so its output file is
     // written in place; anything else goes through a temporary file and a rename.
     let sink = if streaming {
-        Sink::streaming(args.output.output.as_deref(), &paths, args.fsync)?
+        Sink::streaming(args.io.output.as_deref(), &paths, args.fsync)?
     } else {
-        Sink::open(args.output.output.as_deref(), &paths)?
+        Sink::open(args.io.output.as_deref(), &paths)?
     };
     let mut out = if args.plain {
         Out::plain(sink)
@@ -105,25 +99,20 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             level: args.level,
             frame_size: args.frame_size as usize,
             layout: args.layout.into(),
+            first_seq: sess::event::line_seq,
         };
         Out::Frames(FrameWriter::new(sink, opts)?)
     };
     let mut packer = Packer::default();
     let events = if streaming {
-        pack_stream(
-            &inputs,
-            args.damage.open_options(g),
-            &args,
-            &mut packer,
-            out,
-        )?
+        pack_stream(&inputs, args.io.open_options(g), &args, &mut packer, out)?
     } else {
         let mut events = 0u64;
         for input in &inputs {
             packer.start_input(input.path());
             super::each_event(
                 std::slice::from_ref(input),
-                args.damage.open_options(g),
+                args.io.open_options(g),
                 LastLine::Verbatim,
                 |_, ev| {
                     events += 1;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter, Layout};
+use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input;
 use sess::io::Sink;
 use sess::repair::{self, RepairReport};
@@ -58,9 +58,8 @@ pub fn run(args: Args) -> Result<()> {
     let report = if input::file_is_zstd(&args.file)? {
         sink.refuse_terminal("compressed output")?;
         let opts = writer::FrameOptions {
-            level: 3,
-            frame_size: DEFAULT_FRAME_SIZE,
-            layout: Layout::Sess,
+            first_seq: sess::event::line_seq,
+            ..writer::FrameOptions::new(3, DEFAULT_FRAME_SIZE)
         };
         let mut out = FrameWriter::new(sink, opts)?;
         let report = repair::salvage_zstd(&mut f, &mut out)

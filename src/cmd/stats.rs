@@ -4,10 +4,9 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::cli::{Damage, Global, Inputs};
+use crate::cli::{Global, IoArgs};
 use sess::event::LastLine;
 use sess::input::Flow;
-use sess::io::Sink;
 use sess::stats::{Stats, StatsReport};
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
@@ -28,10 +27,7 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     #[command(flatten)]
-    pub inputs: Inputs,
-
-    #[command(flatten)]
-    pub damage: Damage,
+    pub io: IoArgs,
 
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -39,14 +35,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = args.inputs.list();
+    let inputs = args.io.inputs();
     let mut files = Vec::new();
     for input in &inputs {
         let mut stats = Stats::new(&input.name(), input.path());
         // Verbatim: stats counts a torn last line as what it is rather than dropping it.
         super::each_event(
             std::slice::from_ref(input),
-            args.damage.open_options(g),
+            args.io.open_options(g),
             LastLine::Verbatim,
             |_, ev| {
                 stats.add_event(ev);
@@ -56,7 +52,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         files.push(stats.report());
     }
     let report = StatsReport::new(files);
-    let mut out = Sink::stdout();
+    let mut out = args.io.sink()?;
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         out.write_all(b"\n")?;

@@ -4,10 +4,9 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::cli::{Damage, Global, Inputs, Output};
+use crate::cli::{Global, IoArgs};
 use sess::event::LastLine;
-use sess::input::{Flow, Input};
-use sess::io::Sink;
+use sess::input::Flow;
 
 const ABOUT: &str = "Expand packed rows (chunk rows, snapshot-delta rows) back into events";
 
@@ -29,23 +28,17 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     #[command(flatten)]
-    pub inputs: Inputs,
-
-    #[command(flatten)]
-    pub output: Output,
-
-    #[command(flatten)]
-    pub damage: Damage,
+    pub io: IoArgs,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let inputs = args.inputs.list();
-    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
+    let inputs = args.io.inputs();
+    let mut sink = args.io.sink()?;
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
     super::each_event(
         &inputs,
-        args.damage.open_options(g),
+        args.io.open_options(g),
         LastLine::Verbatim,
         |_, ev| {
             sink.write_all(ev.bytes)?;

@@ -6,7 +6,6 @@ use std::io::{self, Read, Write};
 use zstd::stream::raw::CParameter;
 
 use super::index::{Entry, Index};
-use crate::json;
 
 /// How frames are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +23,22 @@ pub struct FrameOptions {
     /// A frame is cut at the last line end once this many uncompressed bytes are pending.
     pub frame_size: usize,
     pub layout: Layout,
+    /// Reads the seq the index records for a frame from the frame's first line. The
+    /// container knows nothing of what lines hold: its caller does (`sess pack` passes
+    /// `event::line_seq`).
+    pub first_seq: fn(&[u8]) -> Option<i64>,
+}
+
+impl FrameOptions {
+    /// Frames of `frame_size` at `level`, sess's layout, no seqs in the index.
+    pub fn new(level: i32, frame_size: usize) -> FrameOptions {
+        FrameOptions {
+            level,
+            frame_size,
+            layout: Layout::Sess,
+            first_seq: |_| None,
+        }
+    }
 }
 
 /// The default frame size, chosen by measurement at level 3 on 256 MiB generated logs
@@ -64,6 +79,10 @@ impl<W: Write> FrameWriter<W> {
             zbuf: Vec::new(),
             ledger: Ledger::default(),
         })
+    }
+
+    pub fn options(&self) -> &FrameOptions {
+        &self.opts
     }
 
     pub fn get_ref(&self) -> &W {
@@ -136,7 +155,8 @@ impl<W: Write> FrameWriter<W> {
         // A frame is written whole, and at once: never left in a buffer below, where a
         // quiet stream would keep it from the file.
         self.out.flush()?;
-        self.ledger.record(&self.zbuf, &self.pending[..n])?;
+        let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
+        self.ledger.record(&self.zbuf, meta)?;
         self.pending.drain(..n);
         Ok(())
     }
@@ -158,8 +178,8 @@ pub struct FrameMeta {
 }
 
 impl FrameMeta {
-    /// Measures a frame's content.
-    pub fn of(plain: &[u8]) -> FrameMeta {
+    /// Measures a frame's content; `first_seq` reads its first line's seq.
+    pub fn of(plain: &[u8], first_seq: fn(&[u8]) -> Option<i64>) -> FrameMeta {
         let lines = memchr::memchr_iter(b'\n', plain).count()
             + usize::from(plain.last().is_some_and(|&b| b != b'\n'));
         let first_line = plain.split(|&b| b == b'\n').next().unwrap_or_default();
@@ -171,21 +191,10 @@ impl FrameMeta {
     }
 }
 
-/// The seq of a line, as the index records it: its `seq`, or `seq0` for a row.
-pub fn first_seq(line: &[u8]) -> Option<i64> {
-    json::field(line, "seq")
-        .or_else(|| json::field(line, "seq0"))
-        .and_then(json::safe_integer)
-}
-
 impl Ledger {
     /// Adds the index entry of a frame just written.
-    fn record(&mut self, compressed: &[u8], plain: &[u8]) -> io::Result<()> {
-        self.push(
-            compressed.len() as u64,
-            crc32fast::hash(compressed),
-            FrameMeta::of(plain),
-        )
+    fn record(&mut self, compressed: &[u8], meta: FrameMeta) -> io::Result<()> {
+        self.push(compressed.len() as u64, crc32fast::hash(compressed), meta)
     }
 
     fn push(&mut self, compressed: u64, crc32: u32, meta: FrameMeta) -> io::Result<()> {
@@ -257,9 +266,8 @@ mod tests {
             })
             .collect();
         let opts = FrameOptions {
-            level: 3,
-            frame_size: 4096,
-            layout: Layout::Sess,
+            first_seq: |l| crate::json::field(l, "seq").and_then(crate::json::safe_integer),
+            ..FrameOptions::new(3, 4096)
         };
         let (file, index) = write_all(&data, opts, 777);
         assert!(index.entries.len() > 10);
@@ -286,9 +294,8 @@ mod tests {
     fn dsh_layout_puts_the_header_alone_and_writes_no_index() {
         let data = b"{\"type\":\"session\",\"version\":0}\n{\"seq\":0}\n{\"seq\":1}\n";
         let opts = FrameOptions {
-            level: 3,
-            frame_size: 1 << 20,
             layout: Layout::Dsh,
+            ..FrameOptions::new(3, 1 << 20)
         };
         let (file, index) = write_all(data, opts, 5);
         assert_eq!(index.entries.len(), 2);

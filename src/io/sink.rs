@@ -57,21 +57,10 @@ impl Sink {
 
     /// `None` or `-` is stdout. `inputs` are the files read, which the output must not be.
     pub fn open(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Sink> {
-        let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
-            return Ok(Sink::stdout());
+        let (name, real, meta) = match resolve(path, inputs)? {
+            Resolved::Done(sink) => return Ok(sink),
+            Resolved::File { name, real, meta } => (name, real, meta),
         };
-        let name = p.display().to_string();
-        let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
-        let meta = fs::metadata(&real).ok();
-        if let Some(m) = &meta {
-            check_target(&name, m, inputs)?;
-            if !m.is_file() {
-                return Ok(Sink {
-                    target: Target::Direct(BufWriter::with_capacity(BUFFER, open_direct(p)?)),
-                    name,
-                });
-            }
-        }
         let (file, temp) = temp_beside(&real, meta.as_ref()).at(
             Place::file(&name),
             "cannot create a temporary file beside it",
@@ -91,21 +80,10 @@ impl Sink {
     /// A file written in place for a stream (see the module docs); `None` or `-` is stdout.
     /// With `fsync`, every flush also syncs the file's data to disk.
     pub fn streaming(path: Option<&Path>, inputs: &[PathBuf], fsync: bool) -> Result<Sink> {
-        let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
-            return Ok(Sink::stdout());
+        let (name, real, meta) = match resolve(path, inputs)? {
+            Resolved::Done(sink) => return Ok(sink),
+            Resolved::File { name, real, meta } => (name, real, meta),
         };
-        let name = p.display().to_string();
-        let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
-        let meta = fs::metadata(&real).ok();
-        if let Some(m) = &meta {
-            check_target(&name, m, inputs)?;
-            if !m.is_file() {
-                return Ok(Sink {
-                    target: Target::Direct(BufWriter::with_capacity(BUFFER, open_direct(p)?)),
-                    name,
-                });
-            }
-        }
         let mut in_place = InPlace {
             path: real,
             file: None,
@@ -271,6 +249,37 @@ impl Write for InPlace {
             _ => Ok(()),
         }
     }
+}
+
+/// Where `-o` leads: stdout or a device (a sink already), or a regular file (or none yet)
+/// with its name, its real path (links followed) and what is there now.
+enum Resolved {
+    Done(Sink),
+    File {
+        name: String,
+        real: PathBuf,
+        meta: Option<fs::Metadata>,
+    },
+}
+
+fn resolve(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Resolved> {
+    let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
+        return Ok(Resolved::Done(Sink::stdout()));
+    };
+    let name = p.display().to_string();
+    let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
+    let meta = fs::metadata(&real).ok();
+    if let Some(m) = &meta {
+        check_target(&name, m, inputs)?;
+        if !m.is_file() {
+            let w = BufWriter::with_capacity(BUFFER, open_direct(p)?);
+            return Ok(Resolved::Done(Sink {
+                target: Target::Direct(w),
+                name,
+            }));
+        }
+    }
+    Ok(Resolved::File { name, real, meta })
 }
 
 /// Refuses a target that is a directory or one of the inputs.
