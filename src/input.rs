@@ -181,10 +181,11 @@ pub fn each_line_of<E: From<Error>>(
     let mut lines = LineReader::new(src.reader);
     loop {
         let offset = lines.offset();
-        let line = lines.next_line().at(
-            Place::file(&name).offset(offset),
-            "cannot read (decompressed)",
-        )?;
+        // The place is built only on the way to an error: this loop runs once per line.
+        let line = lines.next_line().map_err(|e| {
+            let place = Place::file(&name).offset(offset);
+            Error::io(place, "cannot read (decompressed)", e)
+        })?;
         let Some(line) = line else { break };
         if f(&name, line)? == Flow::Stop {
             return Ok(Flow::Stop);

@@ -159,10 +159,14 @@ impl Stats {
     pub fn add_line(&mut self, line: &Line<'_>) {
         // A line's bytes include its newline: that is what it costs on disk.
         let bytes = line.bytes.len() as u64 + u64::from(line.terminated());
-        self.detector.observe(line.bytes);
+        let top = crate::event::kind(line.bytes);
+        self.detector.observe_kind(line.bytes, top.as_deref());
+        // The kind as the profile reads it; its field is `type` in every profile but one
+        // that says otherwise.
         let kind = match self.kinds.see(line.bytes) {
+            Some(p) if p.kind.field == "type" => top.map(|t| p.refine_kind(line.bytes, t)),
             Some(p) => p.kind_of(line.bytes),
-            None => crate::event::kind(line.bytes),
+            None => top,
         };
         let key = kind.as_deref().unwrap_or(NO_TYPE);
         match self.by_kind.get_mut(key) {

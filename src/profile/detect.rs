@@ -92,27 +92,29 @@ impl<'p> Detector<'p> {
 
     /// Looks at one physical line.
     pub fn observe(&mut self, line: &[u8]) {
-        self.lines += 1;
         let top = json::field(line, "type").and_then(json::str_value);
-        let kind = top.as_deref();
-        for (i, p) in self.profiles.iter().enumerate() {
-            let r = &p.recognise;
-            let mut vote = r.kinds.iter().any(|k| Some(k.as_str()) == kind)
-                || kind.is_some_and(|k| r.kind_patterns.iter().any(|pat| glob(pat, k)));
-            if self.lines == 1 {
-                if self.decided.is_none() && r.header.iter().any(|c| c.holds(line, kind)) {
-                    self.decided = Some(i);
+        self.observe_kind(line, top.as_deref());
+    }
+
+    /// [`Detector::observe`], for a caller that has read the line's top-level `type`.
+    pub fn observe_kind(&mut self, line: &[u8], kind: Option<&str>) {
+        self.lines += 1;
+        if self.lines == 1 {
+            self.first_line(line, kind);
+        } else if self.decided.is_none()
+            && let Some(k) = kind
+        {
+            // Votes only matter until something decides.
+            for (i, p) in self.profiles.iter().enumerate() {
+                if p.recognise.votes_for(k) {
+                    self.votes[i] += 1;
                     self.first_vote.get_or_insert(i);
                 }
-                vote |= r.header_hints.iter().any(|c| c.holds(line, kind));
             }
-            if vote {
-                self.votes[i] += 1;
-                // A hint alone does not decide a stream: the header is shared.
-                let telling = self.lines > 1 || !r.header_hints.iter().any(|c| c.holds(line, kind));
-                if telling {
-                    self.first_vote.get_or_insert(i);
-                }
+        }
+        for (i, p) in self.profiles.iter().enumerate() {
+            if self.decided.is_some_and(|d| d != i) {
+                continue;
             }
             for (v, seen) in p.variants.iter().zip(self.variants[i].iter_mut()) {
                 if *seen == Seen::Pending {
@@ -122,6 +124,25 @@ impl<'p> Detector<'p> {
         }
         if kind.is_none() && oplist::is_batch(line) {
             self.op_batches += 1;
+        }
+    }
+
+    /// The first line: headers decide, hints and kinds vote (a hint alone does not decide
+    /// a stream, because the header is shared).
+    fn first_line(&mut self, line: &[u8], kind: Option<&str>) {
+        for (i, p) in self.profiles.iter().enumerate() {
+            let r = &p.recognise;
+            if self.decided.is_none() && r.header.iter().any(|c| c.holds(line, kind)) {
+                self.decided = Some(i);
+                self.first_vote.get_or_insert(i);
+            }
+            let by_kind = kind.is_some_and(|k| r.votes_for(k));
+            if by_kind {
+                self.first_vote.get_or_insert(i);
+            }
+            if by_kind || r.header_hints.iter().any(|c| c.holds(line, kind)) {
+                self.votes[i] += 1;
+            }
         }
     }
 
@@ -195,18 +216,19 @@ fn name_matches(pattern: &str, path: &Path) -> bool {
 
 /// `*` matches any text (`/` included); everything else matches itself.
 pub fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
+    let Some((first, rest)) = pattern.split_once('*') else {
         return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || !text[first.len()..].ends_with(last) {
+    };
+    let Some(mut text) = text.strip_prefix(first) else {
         return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(at) => rest = &rest[at + mid.len()..],
+    };
+    let mut parts = rest.split('*').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            return text.ends_with(part);
+        }
+        match text.find(part) {
+            Some(at) => text = &text[at + part.len()..],
             None => return false,
         }
     }

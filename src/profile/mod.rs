@@ -279,6 +279,14 @@ pub struct Recognise {
     pub files: Vec<String>,
 }
 
+impl Recognise {
+    /// Whether a line of this kind is a vote for the profile.
+    pub fn votes_for(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k == kind)
+            || self.kind_patterns.iter().any(|p| detect::glob(p, kind))
+    }
+}
+
 /// A named generation of a format, told by a condition on its lines.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -480,17 +488,22 @@ impl Profile {
     /// kind field.
     pub fn kind_of<'a>(&self, line: &'a [u8]) -> Option<Cow<'a, str>> {
         let top = json::field(line, &self.kind.field).and_then(json::str_value)?;
+        Some(self.refine_kind(line, top))
+    }
+
+    /// The kind of a line whose kind field has been read already (`top`).
+    pub fn refine_kind<'a>(&self, line: &'a [u8], top: Cow<'a, str>) -> Cow<'a, str> {
         let path = match &self.kind.sub {
-            Sub::None => return Some(top),
+            Sub::None => return top,
             Sub::All(p) => p.as_str(),
             Sub::Per(m) => match m.get(top.as_ref()) {
                 Some(p) => p.as_str(),
-                None => return Some(top),
+                None => return top,
             },
         };
         match json::path(line, path).and_then(json::str_value) {
-            Some(sub) => Some(Cow::Owned(format!("{top}:{sub}"))),
-            None => Some(top),
+            Some(sub) => Cow::Owned(format!("{top}:{sub}")),
+            None => top,
         }
     }
 
