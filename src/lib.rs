@@ -11,7 +11,7 @@
 //! | 2 | delta, rows, frames | formats: op lists, packed chunk rows, the zstd container |
 //! | 3 | snapshots, input, profile | snapshot-delta rows; opening inputs; producers as data |
 //! | 4 | event | logical events: lines with packed rows expanded |
-//! | 5 | filter, pack, repair | the engines: durability filtering, packing, salvage |
+//! | 5 | filter, pack, repair, verify | the engines: durability filtering, packing, salvage, checks |
 //! | 6 | stats | where the bytes go, from all of the above |
 //!
 //! The command line (`src/main.rs`, `src/cli.rs`, `src/cmd/`) is the binary's, not the
@@ -33,3 +33,4 @@ pub mod rows;
 pub mod snapshots;
 pub mod stats;
 pub mod value;
+pub mod verify;

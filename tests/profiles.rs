@@ -138,3 +138,56 @@ fn a_broken_profile_in_the_path_is_reported_and_skipped() {
         .code(1)
         .stderr(predicate::str::contains("unknown profile 'nonesuch'"));
 }
+
+#[test]
+fn each_input_is_detected_on_its_own() {
+    let (dsh, pi) = (
+        common::testdata("dsh.jsonl"),
+        common::testdata("pi-old.jsonl"),
+    );
+    // Filtering two logs at once writes what filtering each alone writes.
+    let both = stdout_ok(sess().arg("filter").arg(&dsh).arg(&pi));
+    let apart = [
+        stdout_ok(sess().arg("filter").arg(&dsh)),
+        stdout_ok(sess().arg("filter").arg(&pi)),
+    ]
+    .concat();
+    assert_eq!(both, apart);
+    sess()
+        .args(["filter", "--stats"])
+        .arg(&dsh)
+        .arg(&pi)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("profile dsh (").and(predicate::str::contains("pi (")));
+    // Packing too: pi's snapshot frames are packed after a DSH log.
+    let packed = stdout_ok(sess().args(["pack", "--plain"]).arg(&dsh).arg(&pi));
+    assert!(String::from_utf8_lossy(&packed).contains("{\"type\":\"snapshot-deltas\""));
+    // stats names each input's dialect, in a section of its own, then the totals.
+    let all: Vec<std::path::PathBuf> = common::FIXTURES
+        .iter()
+        .map(|f| common::testdata(f))
+        .collect();
+    let out = stdout_ok(sess().args(["stats", "--json"]).args(&all));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let dialects: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["dialect"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        dialects,
+        [
+            "pi-stream-old",
+            "pi-stream-new",
+            "pi-session",
+            "dsh",
+            "op-list"
+        ]
+    );
+    assert_eq!(v["total"]["files"], 5);
+    let text = String::from_utf8(stdout_ok(sess().arg("stats").args(&all))).unwrap();
+    assert!(text.contains(&format!("== {}", all[3].display())), "{text}");
+    assert!(text.contains("== total: 5 inputs"), "{text}");
+}

@@ -1,20 +1,15 @@
 //! `sess verify`: check that a log is well-formed.
 
-use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::is_broken_pipe;
 use crate::cli::{Global, Inputs};
 use sess::frames::Recovery;
-use sess::frames::audit::{self, Audit};
-use sess::input::{self, Flow, Input, OpenOptions};
-use sess::io::{Ending, Line, Sink};
-use sess::json;
-use sess::rows;
-use sess::snapshots;
+use sess::input::{Flow, Input, OpenOptions};
+use sess::io::Sink;
+use sess::verify::{self, LineChecks};
 
 const ABOUT: &str = "Check a log: valid JSON, valid packed rows, contiguous seq, no torn line";
 
@@ -43,128 +38,42 @@ pub struct Args {
     pub index_only: bool,
 }
 
-/// What verify has seen so far in one input.
+/// One input's problems, printed as they are found.
 struct Checker<'o> {
     out: &'o mut Sink,
     problems: u64,
-    /// The seq the next seq-carrying event must have.
-    next_seq: Option<i64>,
+    lines: LineChecks,
 }
 
 impl Checker<'_> {
-    /// Checks a compressed file's frames against its index, without decompressing them.
-    /// Returns whether there was an index to check.
-    fn container(&mut self, path: &Path) -> Result<bool> {
-        let name = path.display().to_string();
-        if !input::file_is_zstd(path)? {
-            return Ok(false);
-        }
-        let mut f = File::open(path).with_context(|| format!("{name}: cannot open"))?;
-        match audit::audit(&mut f).with_context(|| format!("{name}: cannot read"))? {
-            Audit::NoIndex => Ok(false),
-            Audit::Checked { problems, .. } => {
-                for p in problems {
-                    self.problem(format_args!("{name}: {p}"))?;
-                }
-                Ok(true)
-            }
-        }
-    }
-
-    fn problem(&mut self, msg: std::fmt::Arguments<'_>) -> Result<()> {
+    fn problem(&mut self, msg: &str) -> Result<()> {
         self.problems += 1;
         writeln!(self.out, "{msg}")?;
-        Ok(())
-    }
-
-    fn line(&mut self, name: &str, line: &Line<'_>) -> Result<()> {
-        let at = line.place(name);
-        let (len, offset) = (line.bytes.len(), line.offset);
-        match line.ending {
-            Ending::Newline => {}
-            Ending::Unterminated => self.problem(format_args!(
-                "{at}: the last line has no final newline ({len} bytes at byte offset {offset}); \
-                 it is a whole JSON value ('sess repair' adds the newline)"
-            ))?,
-            Ending::Torn => self.problem(format_args!(
-                "{at}: torn last line: no final newline and not a JSON value ({len} bytes at \
-                 byte offset {offset}; 'sess repair' removes it)"
-            ))?,
-        }
-        if line.is_torn() {
-            return Ok(());
-        }
-        if snapshots::is_row(line.bytes) {
-            // Rebuilding every event checks every batch.
-            let expanded = snapshots::expand::<()>(line.bytes, &mut |_, _, _| Ok(true));
-            return match expanded {
-                Err(snapshots::ExpandError::Row(why)) => self.problem(format_args!("{at}: {why}")),
-                _ => Ok(()),
-            };
-        }
-        // Rows are told apart first, so a valid row is scanned once.
-        let row = match rows::parse(line.bytes) {
-            rows::Parsed::Row(row) => row,
-            rows::Parsed::BadRow(e) => return self.problem(format_args!("{at}: {e}")),
-            rows::Parsed::BadJson(_, e) => return self.json_problem(&at, line, &e),
-            rows::Parsed::Event => {
-                if let Err(e) = json::validate(line.bytes) {
-                    return self.json_problem(&at, line, &e);
-                }
-                let seq = json::field(line.bytes, "seq").and_then(json::safe_integer);
-                return self.seq(&at, seq);
-            }
-        };
-        for seq in row.seqs() {
-            self.seq(&at, seq)?;
-        }
-        Ok(())
-    }
-
-    fn json_problem(&mut self, at: &str, line: &Line<'_>, e: &json::SyntaxError) -> Result<()> {
-        let col = e.offset + 1;
-        let offset = line.offset + e.offset as u64;
-        self.problem(format_args!(
-            "{at}:{col}: invalid JSON: {e} (byte offset {offset})"
-        ))
-    }
-
-    fn seq(&mut self, at: &str, seq: Option<i64>) -> Result<()> {
-        let Some(seq) = seq else { return Ok(()) };
-        if let Some(want) = self.next_seq
-            && seq != want
-        {
-            self.problem(format_args!(
-                "{at}: seq {seq} where {want} was expected (seq must rise by 1)"
-            ))?;
-        }
-        self.next_seq = Some(seq + 1);
         Ok(())
     }
 
     /// Reads one input through, checking every line; damage ends the reading and is a
     /// problem like the others.
     fn read(&mut self, input: &Input, opts: OpenOptions, lines: &mut u64) -> Result<()> {
-        let src = input::open(input, opts)?;
+        let src = sess::input::open(input, opts)?;
         let name = src.name.clone();
         let health = src.health.clone();
         let read = super::each_line_of(src, &mut |name, line| {
             *lines += 1;
-            self.line(name, &line)?;
+            for p in self.lines.line(name, &line) {
+                self.problem(&p)?;
+            }
             Ok(Flow::More)
         });
         if let Err(e) = read {
             if is_broken_pipe(&e) {
                 return Err(e);
             }
-            self.problem(format_args!("{e:#}"))?;
+            self.problem(&format!("{e:#}"))?;
         }
         let unchecked = health.map_or(0, |h| h.lock().unwrap_or_else(|e| e.into_inner()).unchecked);
-        if unchecked > 0 {
-            self.problem(format_args!(
-                "{name}: {unchecked} zstd frame(s) have no content checksum, so their lines \
-                 cannot be verified"
-            ))?;
+        if let Some(p) = verify::unchecked_frames(&name, unchecked) {
+            self.problem(&p)?;
         }
         Ok(())
     }
@@ -184,14 +93,17 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let mut check = Checker {
             out: &mut out,
             problems: 0,
-            next_seq: None,
+            lines: LineChecks::default(),
         };
-        let indexed = match input {
-            Input::Path(p) => check.container(p)?,
-            Input::Stdin => false,
+        let index = match input {
+            Input::Path(p) => verify::container(p)?,
+            Input::Stdin => None,
         };
-        if args.index_only && !indexed {
-            check.problem(format_args!(
+        for p in index.iter().flatten() {
+            check.problem(p)?;
+        }
+        if args.index_only && index.is_none() {
+            check.problem(&format!(
                 "{}: no frame index to check (--index-only checks the index of a file \
                  'sess pack' wrote: this is not one, or its index is gone)",
                 input.name()

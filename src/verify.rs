@@ -1,0 +1,121 @@
+//! What `sess verify` checks, line by line and file by file. Each problem is a sentence
+//! naming its file, line (and column) or byte offset; the caller prints them.
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::error::{IoContext, Place, Result};
+use crate::frames::audit::{self, Audit};
+use crate::input;
+use crate::io::{Ending, Line};
+use crate::json;
+use crate::rows;
+use crate::snapshots::{self, ExpandError};
+
+/// The checks of one input's lines: each a valid JSON value, each packed row valid,
+/// top-level `seq` rising by 1, the last line ending with a newline.
+#[derive(Debug, Default)]
+pub struct LineChecks {
+    /// The seq the next seq-carrying event must have.
+    next_seq: Option<i64>,
+}
+
+impl LineChecks {
+    /// The problems of one line (most often none).
+    pub fn line(&mut self, name: &str, line: &Line<'_>) -> Vec<String> {
+        let mut problems = Vec::new();
+        let at = line.place(name);
+        let (len, offset) = (line.bytes.len(), line.offset);
+        match line.ending {
+            Ending::Newline => {}
+            Ending::Unterminated => problems.push(format!(
+                "{at}: the last line has no final newline ({len} bytes at byte offset {offset}); \
+                 it is a whole JSON value ('sess repair' adds the newline)"
+            )),
+            Ending::Torn => {
+                problems.push(format!(
+                    "{at}: torn last line: no final newline and not a JSON value ({len} bytes at \
+                     byte offset {offset}; 'sess repair' removes it)"
+                ));
+                return problems;
+            }
+        }
+        if snapshots::is_row(line.bytes) {
+            // Rebuilding every event checks every batch.
+            if let Err(ExpandError::Row(why)) =
+                snapshots::expand::<()>(line.bytes, &mut |_, _, _| Ok(true))
+            {
+                problems.push(format!("{at}: {why}"));
+            }
+            return problems;
+        }
+        // Rows are told apart first, so a valid row is scanned once.
+        match rows::parse(line.bytes) {
+            rows::Parsed::Row(row) => {
+                for seq in row.seqs() {
+                    self.seq(&at, seq, &mut problems);
+                }
+            }
+            rows::Parsed::BadRow(e) => problems.push(format!("{at}: {e}")),
+            rows::Parsed::BadJson(_, e) => problems.push(json_problem(&at, line, &e)),
+            rows::Parsed::Event => match json::validate(line.bytes) {
+                Err(e) => problems.push(json_problem(&at, line, &e)),
+                Ok(()) => {
+                    let seq = json::field(line.bytes, "seq").and_then(json::safe_integer);
+                    self.seq(&at, seq, &mut problems);
+                }
+            },
+        }
+        problems
+    }
+
+    fn seq(&mut self, at: &str, seq: Option<i64>, problems: &mut Vec<String>) {
+        let Some(seq) = seq else { return };
+        if let Some(want) = self.next_seq
+            && seq != want
+        {
+            problems.push(format!(
+                "{at}: seq {seq} where {want} was expected (seq must rise by 1)"
+            ));
+        }
+        self.next_seq = Some(seq + 1);
+    }
+}
+
+fn json_problem(at: &str, line: &Line<'_>, e: &json::SyntaxError) -> String {
+    let col = e.offset + 1;
+    let offset = line.offset + e.offset as u64;
+    format!("{at}:{col}: invalid JSON: {e} (byte offset {offset})")
+}
+
+/// A compressed file's frames checked against its index, without decompressing them:
+/// `None` when there is no index to check (a plain file, a stock zstd file, a packed file
+/// whose index is gone), else its problems.
+pub fn container(path: &Path) -> Result<Option<Vec<String>>> {
+    let name = path.display().to_string();
+    if !input::file_is_zstd(path)? {
+        return Ok(None);
+    }
+    let mut f = File::open(path).at(Place::file(&name), "cannot open")?;
+    Ok(
+        match audit::audit(&mut f).at(Place::file(&name), "cannot read")? {
+            Audit::NoIndex => None,
+            Audit::Checked { problems, .. } => Some(
+                problems
+                    .into_iter()
+                    .map(|p| format!("{name}: {p}"))
+                    .collect(),
+            ),
+        },
+    )
+}
+
+/// The problem of an input that holds zstd frames without a content checksum.
+pub fn unchecked_frames(name: &str, count: u64) -> Option<String> {
+    (count > 0).then(|| {
+        format!(
+            "{name}: {count} zstd frame(s) have no content checksum, so their lines cannot be \
+             verified"
+        )
+    })
+}
