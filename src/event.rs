@@ -10,6 +10,7 @@ use crate::error::{Error, Place};
 use crate::input::{self, Flow, Input, OpenOptions};
 use crate::io::{Ending, Line};
 use crate::json;
+use crate::profile::registry;
 use crate::rows;
 use crate::snapshots::{self, ExpandError};
 
@@ -56,11 +57,39 @@ pub fn each_event<E: From<Error>>(
 ) -> Result<(), E> {
     let mut buf = Vec::new();
     input::each_line(inputs, opts, |name, line| {
+        if let Some(e) = not_jsonl(name, &line) {
+            return Err(e.into());
+        }
         let Some(newline) = newline_for(name, &line, last) else {
             return Ok(Flow::More);
         };
         expand(name, line, newline, &mut buf, &mut f)
     })
+}
+
+/// An input whose first line is a lone `{` or `[` is one JSON document written over many
+/// lines, not JSONL: that is said once, naming the formats producers write so, instead of
+/// reading every line of it as a bad one.
+pub fn not_jsonl(name: &str, line: &Line<'_>) -> Option<Error> {
+    let t = line.bytes.trim_ascii();
+    if line.number != 1 || !(t == b"{" || t == b"[") {
+        return None;
+    }
+    let known: Vec<&str> = registry::all()
+        .iter()
+        .flat_map(|p| p.recognise.documents.iter().map(String::as_str))
+        .collect();
+    let maybe = match &known[..] {
+        [] => String::new(),
+        k => format!(" (such as {})", k.join(", or ")),
+    };
+    Some(Error::invalid(
+        Place::line(name, 1),
+        format!(
+            "this is one JSON document written over many lines{maybe}, not JSONL (one JSON \
+             value per line); sess reads JSONL only"
+        ),
+    ))
 }
 
 /// Whether to write `line` back with a newline, or `None` to drop it, under `last`; warns

@@ -164,7 +164,10 @@ impl Stats {
         // The kind as the profile reads it; its field is `type` in every profile but one
         // that says otherwise.
         let kind = match self.kinds.see(line.bytes) {
-            Some(p) if p.kind.field == "type" => top.map(|t| p.refine_kind(line.bytes, t)),
+            Some(p) if p.kind.field == "type" => match top {
+                Some(t) => Some(p.refine_kind(line.bytes, t)),
+                None => p.marker_kind(line.bytes),
+            },
             Some(p) => p.kind_of(line.bytes),
             None => top,
         };

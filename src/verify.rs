@@ -18,11 +18,20 @@ use crate::snapshots::{self, ExpandError};
 pub struct LineChecks {
     /// The seq the next seq-carrying event must have.
     next_seq: Option<i64>,
+    /// The input is one JSON document over many lines: reported once, then not read.
+    document: bool,
 }
 
 impl LineChecks {
     /// The problems of one line (most often none).
     pub fn line(&mut self, name: &str, line: &Line<'_>) -> Vec<String> {
+        if self.document {
+            return Vec::new();
+        }
+        if let Some(e) = crate::event::not_jsonl(name, line) {
+            self.document = true;
+            return vec![e.to_string()];
+        }
         let mut problems = Vec::new();
         let at = line.place(name);
         let (len, offset) = (line.bytes.len(), line.offset);

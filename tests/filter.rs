@@ -272,7 +272,8 @@ fn custom_profiles_from_flags_and_files() {
     assert_eq!(out.len(), 3);
     assert_eq!(out[2], r#"{"type":"progress","id":"b","n":1}"#);
     assert_eq!(out[1], r#"{"type":"summary","items":[1,2],"n":3}"#);
-    std::fs::write(&profile, r#"{"frames":{"x":{}}}"#).unwrap();
+    // A misspelt key is an error, not a silent default.
+    std::fs::write(&profile, r#"{"frames":{"x":{"succesor":"y"}}}"#).unwrap();
     sess()
         .args(["filter", "--profile"])
         .arg(&profile)

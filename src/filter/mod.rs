@@ -107,6 +107,19 @@ impl OpenRuns {
         }
     }
 
+    /// Takes the runs of this type whose key is not `key`, oldest first.
+    fn take_others(&mut self, frame_type: &str, key: &Option<Vec<u8>>) -> Vec<OpenRun> {
+        let ids: Vec<u64> = self
+            .by_type
+            .get(frame_type)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|id| self.runs.get(id).is_some_and(|r| r.key != *key))
+            .collect();
+        ids.into_iter().filter_map(|id| self.remove(id)).collect()
+    }
+
     /// Takes the runs of these types (every run when `types` is `None`), oldest first.
     fn take(&mut self, types: Option<&[&String]>) -> Vec<OpenRun> {
         let mut ids: Vec<u64> = match types {
@@ -132,6 +145,8 @@ pub struct Filter {
     pub dropped_unboundable: u64,
     /// The last line written had no newline.
     unterminated: bool,
+    /// For conditional frame kinds: the value the last line of the kind had.
+    last_values: HashMap<String, Vec<u8>>,
 }
 
 impl Filter {
@@ -144,6 +159,7 @@ impl Filter {
             counts: BTreeMap::new(),
             dropped_unboundable: 0,
             unterminated: false,
+            last_values: HashMap::new(),
         })
     }
 
@@ -151,6 +167,7 @@ impl Filter {
     /// Call [`Filter::end_input`] at its end.
     pub fn start_input(&mut self, path: Option<&Path>) {
         self.profile.start_input(path);
+        self.last_values.clear();
     }
 
     /// The profile in force, once chosen.
@@ -174,6 +191,10 @@ impl Filter {
             None => (Class::Fact, None),
         };
         let kind = kind.as_deref();
+        let class = match (class, kind) {
+            (Class::Frame, Some(k)) => self.frame_or_fact(k, line),
+            _ => class,
+        };
         let c = self.counts.entry(class).or_default();
         c.events_in += 1;
         c.bytes_in += line.len() as u64 + u64::from(terminated);
@@ -184,7 +205,7 @@ impl Filter {
             return Ok(());
         }
         if let Some(k) = kind {
-            self.prove_orphans(k, out)?;
+            self.prove_orphans(k, line, out)?;
         }
         match class {
             Class::Fact => {
@@ -194,7 +215,9 @@ impl Filter {
                 self.write(class, line, terminated, out)
             }
             Class::Frame if !self.opts.include_live => {
-                self.pend(kind.unwrap_or_default(), line, terminated);
+                let k = kind.unwrap_or_default();
+                self.end_other_runs(k, line, out)?;
+                self.pend(k, line, terminated);
                 Ok(())
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
@@ -274,11 +297,11 @@ impl Filter {
 
     /// Writes the runs that event type `k` proves will never get their successor: those
     /// of the frame types `k` opens (a new message), or every run if `k` closes them all.
-    fn prove_orphans<W: Write>(&mut self, k: &str, out: &mut W) -> io::Result<()> {
+    fn prove_orphans<W: Write>(&mut self, k: &str, line: &[u8], out: &mut W) -> io::Result<()> {
         let Some(p) = self.profile.current() else {
             return Ok(());
         };
-        let closes_all = p.closers.contains(k);
+        let closes_all = p.closers.iter().any(|c| c.holds(line, Some(k)));
         let opened: Vec<&String> = p
             .frames
             .iter()
@@ -295,13 +318,48 @@ impl Filter {
         Ok(())
     }
 
+    /// A frame of a conditional kind (`repeats`) is one only when it repeats the value of
+    /// the previous line of its kind; else it is a fact.
+    fn frame_or_fact(&mut self, k: &str, line: &[u8]) -> Class {
+        let Some(path) = self
+            .profile
+            .current()
+            .and_then(|p| p.frames.get(k))
+            .and_then(|r| r.repeats.as_deref())
+        else {
+            return Class::Frame;
+        };
+        let value = crate::json::path(line, path).unwrap_or_default();
+        let repeat = self.last_values.get(k).is_some_and(|v| v == value);
+        if !repeat {
+            self.last_values.insert(k.to_string(), value.to_vec());
+        }
+        if repeat { Class::Frame } else { Class::Fact }
+    }
+
+    /// For an `exclusive` frame kind, a frame of a new key ends the open runs of the others:
+    /// their last frames are written, in place.
+    fn end_other_runs<W: Write>(&mut self, k: &str, line: &[u8], out: &mut W) -> io::Result<()> {
+        let Some(rule) = self.profile.current().and_then(|p| p.frames.get(k)) else {
+            return Ok(());
+        };
+        if !rule.exclusive {
+            return Ok(());
+        }
+        let key = rule.key_of(line);
+        for run in self.open.take_others(k, &key) {
+            self.keep_orphan(run, out)?;
+        }
+        Ok(())
+    }
+
     /// A successor arrived: the runs it closes carried nothing it does not.
     fn close_runs(&mut self, k: &str, line: &[u8]) {
         let Some(p) = self.profile.current() else {
             return;
         };
         for (frame_type, rule) in &p.frames {
-            if rule.successor == k {
+            if rule.successor.as_deref() == Some(k) {
                 self.open.close(frame_type, rule.key_of(line));
             }
         }

@@ -96,8 +96,12 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FrameRule {
-    /// The kind that carries the frames' value once the run is over.
-    pub successor: String,
+    /// The kind that carries the frames' value once the run is over. Without one, each
+    /// frame is superseded by the next frame of its kind and key, and the last one of a run
+    /// is the durable one: it is kept, where the input proves the run over (a frame of
+    /// another key for an `exclusive` kind, an opener, a closer, the end).
+    #[serde(default)]
+    pub successor: Option<String>,
     /// A field (a dotted path) pairing frames with their successor. Without one, frames
     /// belong to the one open run of their kind.
     pub key: Option<String>,
@@ -106,6 +110,15 @@ pub struct FrameRule {
     pub opener: Option<String>,
     #[serde(default = "never")]
     pub snapshot: Snapshot,
+    /// At most one open run of this kind: a frame of another key ends the open run (its
+    /// last frame is written, in place) before it starts its own.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// A line of this kind is a frame only when the value at this path is the same as in
+    /// the previous line of its kind (a repeat); any other is a fact, and it is the
+    /// successor that closes the repeats before it.
+    #[serde(default)]
+    pub repeats: Option<String>,
 }
 
 fn never() -> Snapshot {
@@ -195,6 +208,10 @@ pub struct KindRule {
     pub field: String,
     #[serde(default)]
     pub sub: Sub,
+    /// For a line without the kind field: the first of these top-level keys it has is its
+    /// kind (Gemini CLI's `$set` and `$rewindTo` lines).
+    #[serde(default)]
+    pub markers: Vec<String>,
 }
 
 fn default_kind_field() -> String {
@@ -206,6 +223,7 @@ impl Default for KindRule {
         KindRule {
             field: default_kind_field(),
             sub: Sub::None,
+            markers: Vec::new(),
         }
     }
 }
@@ -277,6 +295,10 @@ pub struct Recognise {
     /// the end of the path) that decide at once.
     #[serde(default)]
     pub files: Vec<String>,
+    /// Formats this producer writes that are not JSONL (one JSON document over many
+    /// lines), named so that sess can say what such a file probably is.
+    #[serde(default)]
+    pub documents: Vec<String>,
 }
 
 impl Recognise {
@@ -313,8 +335,8 @@ pub struct Profile {
     pub frames: BTreeMap<String, FrameRule>,
     pub mirrors: BTreeSet<String>,
     pub boundaries: BTreeMap<String, Projection>,
-    /// Kinds that end every open run without a successor.
-    pub closers: BTreeSet<String>,
+    /// Lines that end every open run without a successor.
+    pub closers: Vec<Condition>,
     pub bound: Bounding,
     /// Kinds this profile knows, of any class: `stats` lists the others as unknown.
     pub known: BTreeSet<String>,
@@ -342,13 +364,21 @@ struct ProfileFile {
     #[serde(default)]
     boundaries: Boundaries,
     #[serde(default)]
-    closers: Vec<String>,
+    closers: Vec<CloserSpec>,
     #[serde(default)]
     facts: Vec<String>,
     /// Kinds that are facts and known (so `stats` does not call them unknown).
     #[serde(default)]
     known: Vec<String>,
     bound: Option<Bounding>,
+}
+
+/// A closer: a kind, or a test on the line (its kind compared as the profile reads kinds).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CloserSpec {
+    Kind(String),
+    Test(Condition),
 }
 
 /// Boundaries with their projections, or (older files) a list of kinds that keep only
@@ -377,7 +407,7 @@ impl Profile {
             frames: BTreeMap::new(),
             mirrors: BTreeSet::new(),
             boundaries: BTreeMap::new(),
-            closers: BTreeSet::new(),
+            closers: Vec::new(),
             bound: Bounding::default(),
             known: BTreeSet::new(),
         }
@@ -449,9 +479,18 @@ impl Profile {
                 }
             }
         }
-        for t in file.closers {
-            p.known.insert(t.clone());
-            p.closers.insert(t);
+        for c in file.closers {
+            let c = match c {
+                CloserSpec::Kind(k) => Condition {
+                    kind: Some(k),
+                    ..Condition::default()
+                },
+                CloserSpec::Test(c) => c,
+            };
+            if let Some(k) = &c.kind {
+                p.known.insert(k.clone());
+            }
+            p.closers.push(c);
         }
         for t in &file.facts {
             p.set_fact(t);
@@ -472,11 +511,16 @@ impl Profile {
     /// Refuses a profile whose rules contradict each other.
     fn check(&self) -> Result<()> {
         for (t, rule) in &self.frames {
-            if self.frames.contains_key(&rule.successor) || self.mirrors.contains(&rule.successor) {
+            let Some(succ) = &rule.successor else {
+                continue;
+            };
+            // A conditional frame's successor is its own kind, when it is no repeat.
+            let own = rule.repeats.is_some() && succ == t;
+            if !own && (self.frames.contains_key(succ) || self.mirrors.contains(succ)) {
                 return Err(Error::Profile(format!(
-                    "profile {}: the successor of frame '{t}' ('{}') must be a fact or a \
+                    "profile {}: the successor of frame '{t}' ('{succ}') must be a fact or a \
                      boundary, not a frame or mirror",
-                    self.name, rule.successor
+                    self.name
                 )));
             }
         }
@@ -487,8 +531,20 @@ impl Profile {
     /// sub-field when the profile says so (`TOP:SUB`). `None` when the line has no string
     /// kind field.
     pub fn kind_of<'a>(&self, line: &'a [u8]) -> Option<Cow<'a, str>> {
-        let top = json::field(line, &self.kind.field).and_then(json::str_value)?;
-        Some(self.refine_kind(line, top))
+        match json::field(line, &self.kind.field).and_then(json::str_value) {
+            Some(top) => Some(self.refine_kind(line, top)),
+            None => self.marker_kind(line),
+        }
+    }
+
+    /// The kind of a line without the kind field, from the marker keys it has.
+    pub fn marker_kind<'a>(&self, line: &[u8]) -> Option<Cow<'a, str>> {
+        if self.kind.markers.is_empty() {
+            return None;
+        }
+        let first = json::members(line)
+            .find_map(|(k, _)| self.kind.markers.iter().find(|m| json::key_is(k, m)))?;
+        Some(Cow::Owned(first.clone()))
     }
 
     /// The kind of a line whose kind field has been read already (`top`).
@@ -535,7 +591,7 @@ impl Profile {
 
     pub fn add_frame(&mut self, t: &str, rule: FrameRule) {
         self.set_fact(t);
-        self.known.insert(rule.successor.clone());
+        self.known.extend(rule.successor.clone());
         if let Some(o) = &rule.opener {
             self.known.insert(o.clone());
         }
@@ -550,10 +606,12 @@ impl Profile {
             return Err(bad());
         }
         let rule = FrameRule {
-            successor: succ.to_string(),
+            successor: Some(succ.to_string()),
             key: None,
             opener: None,
             snapshot: Snapshot::Never,
+            exclusive: false,
+            repeats: None,
         };
         self.add_frame(t, rule);
         self.check()
@@ -609,15 +667,15 @@ mod tests {
     #[test]
     fn every_frame_of_every_builtin_has_a_durable_successor() {
         for p in registry::all() {
-            for rule in p.frames.values() {
+            for (t, rule) in &p.frames {
+                let Some(succ) = &rule.successor else {
+                    continue;
+                };
+                let own = rule.repeats.is_some() && succ == t;
                 assert!(
-                    matches!(
-                        p.classify(Some(&rule.successor)),
-                        Class::Fact | Class::Boundary
-                    ),
-                    "{}: {}",
+                    own || matches!(p.classify(Some(succ)), Class::Fact | Class::Boundary),
+                    "{}: {succ}",
                     p.name,
-                    rule.successor
                 );
             }
         }

@@ -15,6 +15,21 @@ const BUILTIN: &[(&str, &str)] = &[
     ("pi-session", include_str!("../../profiles/pi-session.json")),
     ("pi", include_str!("../../profiles/pi.json")),
     ("dsh", include_str!("../../profiles/dsh.json")),
+    (
+        "claude-code",
+        include_str!("../../profiles/claude-code.json"),
+    ),
+    (
+        "claude-code-stream",
+        include_str!("../../profiles/claude-code-stream.json"),
+    ),
+    ("codex", include_str!("../../profiles/codex.json")),
+    ("codex-exec", include_str!("../../profiles/codex-exec.json")),
+    ("gemini-cli", include_str!("../../profiles/gemini-cli.json")),
+    (
+        "gemini-cli-stream",
+        include_str!("../../profiles/gemini-cli-stream.json"),
+    ),
 ];
 
 /// The environment variable naming folders of more profiles.
