@@ -15,7 +15,10 @@ use crate::profile::detect::{Detected, Detector};
 use crate::profile::{Choice, Chooser, Overrides, registry};
 
 /// The bucket for lines that have no kind.
-pub const NO_TYPE: &str = "(no type)";
+pub use crate::filter::NO_KIND as NO_TYPE;
+
+/// How many lines are searched for the producer's version.
+const VERSION_LINES: u64 = 16;
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct Tally {
@@ -62,6 +65,8 @@ pub struct Stats {
     packed: ByteCount,
     filter: Filter,
     filtered: ByteCount,
+    /// The first value found at one of the profile's version paths.
+    version: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,6 +80,10 @@ pub struct KindRow {
     /// Share of the input's bytes, 0..1.
     pub share: f64,
     pub largest: u64,
+    /// Whether the profile names this kind; one it does not is a fact.
+    pub known: bool,
+    /// Bytes `sess filter` would write for this kind.
+    pub filtered_bytes: u64,
 }
 
 /// What one input holds.
@@ -83,6 +92,10 @@ pub struct FileReport {
     pub file: String,
     pub dialect: String,
     pub dialect_description: String,
+    /// The producer's version, from the fields its profile names.
+    pub producer_version: Option<String>,
+    /// Kinds the profile does not know (they are facts), largest first.
+    pub unknown_kinds: Vec<String>,
     /// Physical lines (a packed row is one).
     pub events: u64,
     pub bytes: u64,
@@ -121,8 +134,12 @@ pub struct Totals {
 impl Stats {
     /// Statistics of the input named `name` (`path` when it is a file).
     pub fn new(name: &str, path: Option<&Path>) -> Stats {
-        let mut filter = Filter::new(Choice::Auto, Overrides::default(), FilterOptions::default())
-            .expect("no overrides to fail");
+        let opts = FilterOptions {
+            per_kind: true,
+            ..FilterOptions::default()
+        };
+        let mut filter =
+            Filter::new(Choice::Auto, Overrides::default(), opts).expect("no overrides to fail");
         filter.start_input(path);
         let mut packer = Packer::default();
         packer.start_input(path);
@@ -140,6 +157,7 @@ impl Stats {
             packed: ByteCount::default(),
             filter,
             filtered: ByteCount::default(),
+            version: None,
         }
     }
 
@@ -171,6 +189,16 @@ impl Stats {
             Some(p) => p.kind_of(line.bytes),
             None => top,
         };
+        if self.version.is_none()
+            && self.lines.count < VERSION_LINES
+            && let Some(p) = self.kinds.current()
+        {
+            self.version = p
+                .version
+                .iter()
+                .find_map(|path| crate::json::path(line.bytes, path))
+                .map(version_text);
+        }
         let key = kind.as_deref().unwrap_or(NO_TYPE);
         match self.by_kind.get_mut(key) {
             Some(s) => s.add(bytes),
@@ -210,13 +238,22 @@ impl Stats {
                 bytes: s.bytes,
                 share: s.bytes as f64 / total,
                 largest: s.largest,
+                known: k == NO_TYPE || detected.profile.is_none() || profile.knows(k),
+                filtered_bytes: self.filter.by_kind.get(k).map_or(0, |c| c.bytes_out),
             })
             .collect();
         types.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.kind.cmp(&b.kind)));
+        let unknown_kinds = types
+            .iter()
+            .filter(|t| !t.known)
+            .map(|t| t.kind.clone())
+            .collect();
         FileReport {
             file: self.name,
             dialect: detected.dialect,
             dialect_description: detected.describe,
+            producer_version: self.version,
+            unknown_kinds,
             events: self.lines.count,
             bytes: self.lines.bytes,
             largest: self.lines.largest,
@@ -296,46 +333,81 @@ impl FileReport {
     /// A table for people.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let version = self
+            .producer_version
+            .as_ref()
+            .map_or(String::new(), |v| format!(", version {v}"));
         let _ = writeln!(
             out,
-            "dialect: {} ({})",
+            "dialect: {} ({}{version})",
             self.dialect, self.dialect_description
         );
         let width = self
             .types
             .iter()
-            .map(|t| t.kind.chars().count())
+            .map(|t| t.kind.chars().count() + usize::from(!t.known))
             .max()
             .unwrap_or(4)
             .max("type".len())
             .max("total".len());
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:<8}  {:>10}  {:>12}  {:>6}  {:>12}",
-            "type", "class", "count", "bytes", "share", "largest"
-        );
-        for t in &self.types {
+        let row = |out: &mut String, cells: [&str; 7]| {
+            let [kind, class, count, bytes, share, largest, kept] = cells;
             let _ = writeln!(
                 out,
-                "{:<width$}  {:<8}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
-                t.kind,
-                t.class,
-                t.count,
-                human_bytes(t.bytes),
-                t.share * 100.0,
-                human_bytes(t.largest)
+                "{kind:<width$}  {class:<8}  {count:>10}  {bytes:>12}  {share:>6}  {largest:>12}  {kept:>12}"
+            );
+        };
+        row(
+            &mut out,
+            [
+                "type",
+                "class",
+                "count",
+                "bytes",
+                "share",
+                "largest",
+                "filter keeps",
+            ],
+        );
+        for t in &self.types {
+            let kind = if t.known {
+                t.kind.clone()
+            } else {
+                format!("{}*", t.kind)
+            };
+            row(
+                &mut out,
+                [
+                    &kind,
+                    t.class,
+                    &t.count.to_string(),
+                    &human_bytes(t.bytes),
+                    &format!("{:.1}%", t.share * 100.0),
+                    &human_bytes(t.largest),
+                    &human_bytes(t.filtered_bytes),
+                ],
             );
         }
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:<8}  {:>10}  {:>12}  {:>5.1}%  {:>12}",
-            "total",
-            "",
-            self.events,
-            human_bytes(self.bytes),
-            if self.events > 0 { 100.0 } else { 0.0 },
-            human_bytes(self.largest)
+        row(
+            &mut out,
+            [
+                "total",
+                "",
+                &self.events.to_string(),
+                &human_bytes(self.bytes),
+                if self.events > 0 { "100.0%" } else { "0.0%" },
+                &human_bytes(self.largest),
+                &human_bytes(self.filtered_bytes),
+            ],
         );
+        if !self.unknown_kinds.is_empty() {
+            let _ = writeln!(
+                out,
+                "* {} kind(s) the {} profile does not know: kept as facts",
+                self.unknown_kinds.len(),
+                self.filter_profile
+            );
+        }
         if self.logical_events != self.events {
             let _ = writeln!(
                 out,
@@ -362,6 +434,13 @@ impl FileReport {
         }
         out
     }
+}
+
+/// A version as found: a string's text, anything else as written.
+fn version_text(raw: &[u8]) -> String {
+    crate::json::str_value(raw)
+        .map(|s| s.into_owned())
+        .unwrap_or_else(|| String::from_utf8_lossy(raw).into_owned())
 }
 
 /// `part` as a percentage of `whole` (0 when `whole` is 0).

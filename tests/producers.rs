@@ -10,6 +10,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use common::{sess, stdout_ok};
+use sess::profile::detect::Detector;
+use sess::profile::registry;
 use sess::value::Value;
 
 /// Every `.jsonl` file below `dir`, sorted.
@@ -162,10 +164,18 @@ fn check_filter(path: &Path, dialect: &str, input: &[u8], output: &[u8]) {
         .filter(|t| t["class"] == "fact")
         .map(|t| t["type"].as_str().unwrap().to_string())
         .collect();
-    let profile = sess::profile::registry::builtin(dialect_profile(dialect)).unwrap();
+    let profile = registry::builtin(dialect_profile(dialect)).unwrap();
+    // A stream is decided by its first telling line; the lines before it are facts.
+    let mut detector = Detector::new(registry::all(), Some(path));
     let facts: Vec<&[u8]> = inp
         .iter()
         .filter(|l| {
+            if detector.early().is_none() {
+                detector.observe(l);
+                if detector.early().is_none() {
+                    return true;
+                }
+            }
             let k = profile.kind_of(l).map(|k| k.into_owned());
             let fact = profile.classify(k.as_deref()) == sess::profile::Class::Fact;
             assert_eq!(

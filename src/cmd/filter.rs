@@ -107,6 +107,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         keep_boundaries: args.keep_boundaries,
         max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
         only: args.only.map(Class::from),
+        ..FilterOptions::default()
     };
     // The flags are checked before any output is created.
     let mut filter = Filter::new(Choice::parse(&args.profile)?, overrides, opts)?;

@@ -16,6 +16,9 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::profile::{Choice, Chooser, Class, Overrides, Profile};
 
+/// The bucket for lines that have no kind.
+pub const NO_KIND: &str = "(no type)";
+
 #[derive(Debug, Clone)]
 pub struct FilterOptions {
     pub include_live: bool,
@@ -23,6 +26,8 @@ pub struct FilterOptions {
     pub max_frame_bytes: usize,
     /// Write only the input events of this class, untouched.
     pub only: Option<Class>,
+    /// Count events and bytes per kind too (`stats` does; it costs a map update a line).
+    pub per_kind: bool,
 }
 
 impl Default for FilterOptions {
@@ -32,6 +37,7 @@ impl Default for FilterOptions {
             keep_boundaries: false,
             max_frame_bytes: 256 * 1024,
             only: None,
+            per_kind: false,
         }
     }
 }
@@ -141,6 +147,8 @@ pub struct Filter {
     opts: FilterOptions,
     open: OpenRuns,
     pub counts: BTreeMap<Class, Counts>,
+    /// Per kind, when `per_kind` is on.
+    pub by_kind: HashMap<String, Counts>,
     /// Opted-in frames too large to bound at all (not even their type fits the cap).
     pub dropped_unboundable: u64,
     /// The last line written had no newline.
@@ -157,6 +165,7 @@ impl Filter {
             opts,
             open: OpenRuns::default(),
             counts: BTreeMap::new(),
+            by_kind: HashMap::new(),
             dropped_unboundable: 0,
             unterminated: false,
             last_values: HashMap::new(),
@@ -188,19 +197,29 @@ impl Filter {
                 let kind = p.kind_of(line);
                 (p.classify(kind.as_deref()), kind)
             }
-            None => (Class::Fact, None),
+            // Before a profile is chosen every line is a fact; its kind is only counted.
+            None => (
+                Class::Fact,
+                crate::json::field(line, "type").and_then(crate::json::str_value),
+            ),
         };
         let kind = kind.as_deref();
         let class = match (class, kind) {
             (Class::Frame, Some(k)) => self.frame_or_fact(k, line),
             _ => class,
         };
+        let n = line.len() as u64 + u64::from(terminated);
         let c = self.counts.entry(class).or_default();
         c.events_in += 1;
-        c.bytes_in += line.len() as u64 + u64::from(terminated);
+        c.bytes_in += n;
+        if self.opts.per_kind {
+            let c = self.kind_counts(kind);
+            c.events_in += 1;
+            c.bytes_in += n;
+        }
         if let Some(only) = self.opts.only {
             if only == class {
-                self.write(class, line, terminated, out)?;
+                self.write((class, kind), line, terminated, out)?;
             }
             return Ok(());
         }
@@ -212,7 +231,7 @@ impl Filter {
                 if let Some(k) = kind {
                     self.close_runs(k, line);
                 }
-                self.write(class, line, terminated, out)
+                self.write((class, kind), line, terminated, out)
             }
             Class::Frame if !self.opts.include_live => {
                 let k = kind.unwrap_or_default();
@@ -223,7 +242,7 @@ impl Filter {
             Class::Frame | Class::Mirror if self.opts.include_live => {
                 let how = &self.profile.current().expect("classified by it").bound;
                 match bound::bound(line, self.opts.max_frame_bytes, how) {
-                    Some(b) => self.write(class, &b, true, out),
+                    Some(b) => self.write((class, kind), &b, true, out),
                     None => {
                         self.dropped_unboundable += 1;
                         Ok(())
@@ -242,8 +261,8 @@ impl Filter {
                     _ => None,
                 };
                 match projected {
-                    Some(p) => self.write(class, &p, terminated, out),
-                    None => self.write(class, line, terminated, out),
+                    Some(p) => self.write((class, kind), &p, terminated, out),
+                    None => self.write((class, kind), line, terminated, out),
                 }
             }
         }
@@ -264,7 +283,7 @@ impl Filter {
 
     fn write<W: Write>(
         &mut self,
-        class: Class,
+        (class, kind): (Class, Option<&str>),
         bytes: &[u8],
         terminated: bool,
         out: &mut W,
@@ -280,17 +299,36 @@ impl Filter {
         } else {
             self.unterminated = true;
         }
+        let n = bytes.len() as u64 + u64::from(terminated);
         let c = self.counts.entry(class).or_default();
         c.events_out += 1;
-        c.bytes_out += bytes.len() as u64 + u64::from(terminated);
+        c.bytes_out += n;
+        if self.opts.per_kind {
+            let c = self.kind_counts(kind);
+            c.events_out += 1;
+            c.bytes_out += n;
+        }
         Ok(())
+    }
+
+    fn kind_counts(&mut self, kind: Option<&str>) -> &mut Counts {
+        let k = kind.unwrap_or(NO_KIND);
+        if !self.by_kind.contains_key(k) {
+            self.by_kind.insert(k.to_string(), Counts::default());
+        }
+        self.by_kind.get_mut(k).expect("just inserted")
     }
 
     /// A frame run without a successor is the only copy of its output: keep it, as facts,
     /// in its original order.
     fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
         for (line, terminated) in run.frames {
-            self.write(Class::Frame, &line, terminated, out)?;
+            self.write(
+                (Class::Frame, Some(&run.frame_type)),
+                &line,
+                terminated,
+                out,
+            )?;
         }
         Ok(())
     }

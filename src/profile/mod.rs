@@ -330,6 +330,9 @@ pub struct Profile {
     pub recognise: Recognise,
     /// The name `stats` gives the format when no variant matches.
     pub dialect: String,
+    /// Where the producer's version is written (dotted paths, tried in order on the first
+    /// lines that have one).
+    pub version: Vec<String>,
     pub variants: Vec<Variant>,
     pub kind: KindRule,
     pub frames: BTreeMap<String, FrameRule>,
@@ -354,6 +357,8 @@ struct ProfileFile {
     extends: Option<String>,
     recognise: Option<Recognise>,
     dialect: Option<String>,
+    #[serde(default)]
+    version: Vec<String>,
     #[serde(default)]
     variants: Vec<Variant>,
     kind: Option<KindRule>,
@@ -402,6 +407,7 @@ impl Profile {
             checked: Vec::new(),
             recognise: Recognise::default(),
             dialect: "unknown".into(),
+            version: Vec::new(),
             variants: Vec::new(),
             kind: KindRule::default(),
             frames: BTreeMap::new(),
@@ -448,6 +454,9 @@ impl Profile {
         }
         if let Some(d) = file.dialect {
             p.dialect = d;
+        }
+        if !file.version.is_empty() {
+            p.version = file.version;
         }
         if !file.variants.is_empty() {
             p.variants = file.variants;
@@ -496,6 +505,12 @@ impl Profile {
             p.set_fact(t);
         }
         p.known.extend(file.known);
+        // The kinds it is recognised by are kinds it knows.
+        let vocabulary = p.recognise.kinds.iter().cloned();
+        let headers = (p.recognise.header.iter().chain(&p.recognise.header_hints))
+            .filter_map(|c| c.kind.clone());
+        p.known
+            .extend(vocabulary.chain(headers).collect::<Vec<_>>());
         p.check()?;
         Ok(p)
     }
