@@ -13,6 +13,10 @@
 //! - `dsh`: a DeepSeek Harness log where `assistant/chunk` deltas are most of the lines.
 //! - `oplist`: an op list of a rolling tool-output window: a base batch every 5,000 batches
 //!   and exactly 100 batches after the last one, so recovery replays 100 whatever the size.
+//! - `claude-code`: a Claude Code transcript whose subagents' `agent_progress` records
+//!   repeat the subagent's whole history (`claude.rs`).
+//! - `codex`: a Codex rollout whose `compacted` records repeat the earlier history and a
+//!   1 MB image (`codex.rs`).
 //!
 //! The same arguments always produce the same bytes.
 
@@ -22,6 +26,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+mod claude;
+mod codex;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Kind {
     PiOld,
@@ -30,13 +37,17 @@ enum Kind {
     Dsh,
     /// An op list (Chord batches) whose last base batch is 100 batches from the end.
     Oplist,
+    /// A Claude Code transcript (users' reports: progress repeating subagent histories).
+    ClaudeCode,
+    /// A Codex rollout (users' reports: compactions repeating the history and an image).
+    Codex,
 }
 
 #[derive(Debug, Parser)]
 #[command(about = "Generate deterministic synthetic session logs")]
 struct Args {
     kind: Kind,
-    /// Stop after about this many bytes (K, M, G suffixes). pi-old, pi-new and dsh only.
+    /// Stop after about this many bytes (K, M, G suffixes). All kinds but subagent.
     #[arg(long, default_value = "10M", value_parser = parse_size)]
     size: u64,
     #[arg(long, default_value_t = 1)]
@@ -523,6 +534,8 @@ fn main() -> io::Result<()> {
         Kind::Subagent => subagent(&mut out, &mut rng, &a),
         Kind::Dsh => dsh(&mut out, &mut rng, a.size, a.seed),
         Kind::Oplist => oplist(&mut out, &mut rng, a.size),
+        Kind::ClaudeCode => claude::claude_code(&mut out, &mut rng, a.size, a.seed),
+        Kind::Codex => codex::codex(&mut out, &mut rng, a.size, a.seed),
     };
     match result.and_then(|()| out.w.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
