@@ -181,7 +181,7 @@ pub fn codex(out: &mut Out, rng: &mut Rng, size: u64, seed: u64) -> io::Result<(
                 js(&answer)
             ),
         )?;
-        if turn % 20 == 0 {
+        if turn.is_multiple_of(20) {
             let summary = text_of(&mut r.rng, 1500);
             let replacement = format!("{},{}", history.join(","), user_item(&input_text(&summary)));
             r.line(
