@@ -241,10 +241,9 @@ fn captures_of_the_current_releases() {
 
 #[test]
 fn our_own_captures() {
-    let dir = common::testdata("captures");
-    if dir.is_dir() {
-        assert!(check_dir(&dir) > 0);
-    }
+    // bench/capture/run.sh wrote these: 4 Claude Code transcripts, 7 Claude Code streams,
+    // 2 Codex rollouts, 3 `codex exec --json` streams.
+    assert_eq!(check_dir(&common::testdata("captures")), 16);
 }
 
 #[test]

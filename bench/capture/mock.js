@@ -13,7 +13,8 @@
 // host is logged as {"kind":"proxy-attempt", host} and refused with 403, so the log shows which
 // outside hosts a CLI tried to reach. (Inside `unshare -n` those hosts are unreachable anyway.)
 //
-// usage: node mock.js --port 8787 --log requests.jsonl [--turns N] [--ready-file F]
+// usage: node mock.js --port 8787 --log requests.jsonl [--turns N] [--compact-every N]
+//                     [--ready-file F] [--dump-dir DIR]
 
 'use strict';
 const http = require('http');
