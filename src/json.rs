@@ -8,6 +8,8 @@
 //! surrogates are accepted, because JavaScript's `JSON.stringify` writes them and the logs we
 //! read come from JavaScript producers.
 
+mod blocks;
+
 use std::borrow::Cow;
 use std::fmt;
 
@@ -59,6 +61,16 @@ pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
         return err(end, "end of line after the JSON value");
     }
     Ok(())
+}
+
+/// The end of the one value starting at `b[i]`, strictly checked, UTF-8 included: for
+/// checking the part of a line that is kept when the rest is only skipped.
+pub fn value_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
+    let end = Validator { b }.value(i)?;
+    match std::str::from_utf8(&b[i..end]) {
+        Ok(_) => Ok(end),
+        Err(e) => err(i + e.valid_up_to(), "valid UTF-8"),
+    }
 }
 
 /// Strict, iterative validation. UTF-8 is checked once up front by `validate`.
@@ -254,7 +266,7 @@ pub fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     let i = skip_ws(b, i);
     match *b.get(i)? {
         b'"' => string_end(b, i),
-        b'{' | b'[' => container_end(b, i),
+        b'{' | b'[' => blocks::container_end(b, i),
         _ => {
             let mut j = i;
             while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !is_ws(b[j]) {
@@ -278,29 +290,6 @@ pub fn string_end(b: &[u8], i: usize) -> Option<usize> {
             return None;
         }
     }
-}
-
-fn container_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut j = i;
-    while j < b.len() {
-        match b[j] {
-            b'"' => {
-                j = string_end(b, j)?;
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(j + 1);
-                }
-            }
-            _ => {}
-        }
-        j += 1;
-    }
-    None
 }
 
 /// Iterates the members of the top-level object in `b` as (raw key content, raw value).
