@@ -6,11 +6,11 @@ use crate::profile::{Projection, Replace};
 
 /// Projects a boundary line. Returns `None` when the line is not one JSON object (it is
 /// then kept as it is).
+///
+/// One pass: what is kept is checked strictly on the way, what is dropped or counted only
+/// skipped as JSON-shaped, so the cost of a boundary that repeats a whole history is one
+/// skip of that history.
 pub fn project(line: &[u8], how: &Projection) -> Option<Vec<u8>> {
-    let start = json::skip_ws(line, 0);
-    if line.get(start) != Some(&b'{') || json::validate(line).is_err() {
-        return None;
-    }
     let rules: Vec<(Vec<&str>, &Replace)> = how
         .replace
         .iter()
@@ -18,50 +18,50 @@ pub fn project(line: &[u8], how: &Projection) -> Option<Vec<u8>> {
         .collect();
     let rules: Vec<(&[&str], &Replace)> = rules.iter().map(|(p, r)| (&p[..], *r)).collect();
     let mut out = Vec::with_capacity(256);
-    object(line, &rules, how.scalars_only, &mut out);
-    Some(out)
+    let start = json::skip_ws(line, 0);
+    let end = object(line, start, &rules, how.scalars_only, &mut out)?;
+    (json::skip_ws(line, end) == line.len()).then_some(out)
 }
 
-/// Writes the projection of one object. `rules` hold the paths that remain below it.
-fn object(obj: &[u8], rules: &[(&[&str], &Replace)], scalars_only: bool, out: &mut Vec<u8>) {
+/// Writes the projection of the object at `b[i]`; returns the index after it. `rules`
+/// hold the paths that remain below it.
+fn object(
+    b: &[u8],
+    i: usize,
+    rules: &[(&[&str], &Replace)],
+    scalars_only: bool,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
     out.push(b'{');
     let mut first = true;
     let mut counted = vec![false; rules.len()];
-    for (key, value) in json::members(obj) {
-        // Keys are matched decoded, but copied as they were spelled.
-        let here: Vec<usize> = (0..rules.len())
-            .filter(|&i| json::key_is(key, rules[i].0[0]))
-            .collect();
-        let Some(&i) = here.first() else {
-            if !(scalars_only && matches!(value.first(), Some(b'{' | b'['))) {
-                member(out, &mut first, key, value);
-            }
-            continue;
-        };
-        let (path, rule) = rules[i];
-        if path.len() > 1 {
-            let below: Vec<(&[&str], &Replace)> = here
-                .iter()
-                .map(|&j| (&rules[j].0[1..], rules[j].1))
-                .collect();
-            if value.first() == Some(&b'{') {
-                let mut inner = Vec::new();
-                object(value, &below, false, &mut inner);
-                member(out, &mut first, key, &inner);
-            } else {
-                member(out, &mut first, key, value);
-            }
-            continue;
-        }
-        if let Some(name) = &rule.count {
-            let n = array_len(value).to_string();
-            member(out, &mut first, name.as_bytes(), n.as_bytes());
-            counted[i] = true;
-        } else if !rule.drop {
-            for k in &rule.keep {
-                if let Some(v) = json::field(value, &k.from) {
-                    member(out, &mut first, k.name.as_bytes(), v);
+    let mut at = json::skip_ws(b, i + 1);
+    if b.get(at) == Some(&b'}') {
+        at += 1;
+    } else {
+        loop {
+            let (key, value) = key_colon(b, at)?;
+            let end = one_member(
+                b,
+                key,
+                value,
+                rules,
+                scalars_only,
+                &mut counted,
+                &mut first,
+                out,
+            )?;
+            at = json::skip_ws(b, end);
+            match b.get(at) {
+                Some(b',') => at = json::skip_ws(b, at + 1),
+                Some(b'}') => {
+                    at += 1;
+                    break;
                 }
+                _ => return None,
             }
         }
     }
@@ -72,6 +72,77 @@ fn object(obj: &[u8], rules: &[(&[&str], &Replace)], scalars_only: bool, out: &m
         }
     }
     out.push(b'}');
+    Some(at)
+}
+
+/// The raw key (between its quotes) of the member at `b[i]`, and where its value starts.
+fn key_colon(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let key_end = json::string_end_strict(b, i).ok()?;
+    let key = &b[i + 1..key_end - 1];
+    std::str::from_utf8(key).ok()?;
+    let colon = json::skip_ws(b, key_end);
+    (b.get(colon) == Some(&b':')).then(|| (key, json::skip_ws(b, colon + 1)))
+}
+
+/// Projects one member whose value starts at `b[v]`; returns the index after the value.
+#[allow(clippy::too_many_arguments)]
+fn one_member(
+    b: &[u8],
+    key: &[u8],
+    v: usize,
+    rules: &[(&[&str], &Replace)],
+    scalars_only: bool,
+    counted: &mut [bool],
+    first: &mut bool,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    // Keys are matched decoded, but copied as they were spelled.
+    let here: Vec<usize> = (0..rules.len())
+        .filter(|&i| json::key_is(key, rules[i].0[0]))
+        .collect();
+    let Some(&i) = here.first() else {
+        let end = json::value_end_strict(b, v).ok()?;
+        if !(scalars_only && matches!(b.get(v), Some(b'{' | b'['))) {
+            member(out, first, key, &b[v..end]);
+        }
+        return Some(end);
+    };
+    let (path, rule) = rules[i];
+    if path.len() > 1 {
+        if b.get(v) != Some(&b'{') {
+            let end = json::value_end_strict(b, v).ok()?;
+            member(out, first, key, &b[v..end]);
+            return Some(end);
+        }
+        let below: Vec<(&[&str], &Replace)> = here
+            .iter()
+            .map(|&j| (&rules[j].0[1..], rules[j].1))
+            .collect();
+        let mut inner = Vec::new();
+        let end = object(b, v, &below, false, &mut inner)?;
+        member(out, first, key, &inner);
+        return Some(end);
+    }
+    if let Some(name) = &rule.count {
+        let (n, end) = array_len(b, v)?;
+        member(out, first, name.as_bytes(), n.to_string().as_bytes());
+        counted[i] = true;
+        return Some(end);
+    }
+    let end = json::skip_value(b, v)?;
+    if !rule.drop {
+        let value = &b[v..end];
+        for k in &rule.keep {
+            if let Some(kept) = json::field(value, &k.from) {
+                json::validate(kept).ok()?;
+                member(out, first, k.name.as_bytes(), kept);
+            }
+        }
+    }
+    Some(end)
 }
 
 fn member(out: &mut Vec<u8>, first: &mut bool, key: &[u8], value: &[u8]) {
@@ -84,24 +155,26 @@ fn member(out: &mut Vec<u8>, first: &mut bool, key: &[u8], value: &[u8]) {
     out.extend_from_slice(value);
 }
 
-/// The number of elements of a raw JSON array (0 for anything else).
-fn array_len(raw: &[u8]) -> usize {
-    if raw.first() != Some(&b'[') {
-        return 0;
+/// The number of elements of the raw JSON array at `b[i]` (0 for any other value), and
+/// the index after the value, found in the same walk.
+fn array_len(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    if b.get(i) != Some(&b'[') {
+        return Some((0, json::skip_value(b, i)?));
     }
     let mut n = 0;
-    let mut i = json::skip_ws(raw, 1);
-    while i < raw.len() && raw[i] != b']' {
-        let Some(end) = json::skip_value(raw, i) else {
-            break;
-        };
+    let mut at = json::skip_ws(b, i + 1);
+    if b.get(at) == Some(&b']') {
+        return Some((0, at + 1));
+    }
+    loop {
+        at = json::skip_ws(b, json::skip_value(b, at)?);
         n += 1;
-        i = json::skip_ws(raw, end);
-        if raw.get(i) == Some(&b',') {
-            i = json::skip_ws(raw, i + 1);
+        match b.get(at) {
+            Some(b',') => at = json::skip_ws(b, at + 1),
+            Some(b']') => return Some((n, at + 1)),
+            _ => return None,
         }
     }
-    n
 }
 
 #[cfg(test)]
@@ -152,6 +225,20 @@ mod tests {
         assert_eq!(
             s(project(line, &how).unwrap()),
             r#"{"type":"progress","data":{"type":"agent_progress","normalizedMessageCount":2,"agentId":"a"},"uuid":"u"}"#
+        );
+        // Every cut of the line is either kept whole (None) or projects to JSON.
+        let line = br#"{"type":"progress","data":{"type":"agent_progress","normalizedMessages":[{"a":"x\"]"},[]],"blob":"x","agentId":"a"},"uuid":"u"}"#;
+        for cut in 0..line.len() {
+            if let Some(p) = project(&line[..cut], &how) {
+                panic!("{cut}: {}", s(p));
+            }
+        }
+        // What is kept is checked strictly; what is dropped only skipped.
+        assert_eq!(project(br#"{"type":"p","ts":01}"#, &how), None);
+        assert_eq!(project(b"{\"type\":\"p\",\"k\xff\":1}", &how), None);
+        assert_eq!(
+            s(project(br#"{"data":{"blob":[01,"\x"]}}"#, &how).unwrap()),
+            r#"{"data":{"normalizedMessageCount":0}}"#
         );
         // The nested count is added, 0, when the member is absent from its object.
         let line = br#"{"type":"progress","data":{"type":"hook_progress"}}"#;
