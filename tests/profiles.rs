@@ -191,3 +191,17 @@ fn each_input_is_detected_on_its_own() {
     assert!(text.contains(&format!("== {}", all[3].display())), "{text}");
     assert!(text.contains("== total: 5 inputs"), "{text}");
 }
+
+#[test]
+fn the_example_profile_in_format_md_is_read_as_documented() {
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/FORMAT.md")).unwrap();
+    let start = doc.find("```json\n{\n  \"name\": \"toy\"").expect("the example") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let p = sess::profile::Profile::from_json(doc[start..end].as_bytes(), "FORMAT.md")
+        .unwrap_or_else(|e| panic!("the FORMAT.md example: {e}"));
+    assert_eq!(p.name, "toy");
+    assert!(p.frames["toy_row"].exclusive && p.frames["toy_row"].successor.is_none());
+    // pi's `agent_end`, which it extends, and its own two.
+    assert_eq!(p.closers.len(), 3);
+    assert_eq!(p.version, ["toyVersion", "meta.version"]);
+}
