@@ -194,8 +194,14 @@ fn each_input_is_detected_on_its_own() {
 
 #[test]
 fn the_example_profile_in_format_md_is_read_as_documented() {
-    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/FORMAT.md")).unwrap();
-    let start = doc.find("```json\n{\n  \"name\": \"toy\"").expect("the example") + 8;
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/FORMAT.md"),
+    )
+    .unwrap();
+    let start = doc
+        .find("```json\n{\n  \"name\": \"toy\"")
+        .expect("the example")
+        + 8;
     let end = start + doc[start..].find("```").unwrap();
     let p = sess::profile::Profile::from_json(doc[start..end].as_bytes(), "FORMAT.md")
         .unwrap_or_else(|e| panic!("the FORMAT.md example: {e}"));
