@@ -8,7 +8,7 @@
 //! surrogates are accepted, because JavaScript's `JSON.stringify` writes them and the logs we
 //! read come from JavaScript producers.
 
-mod blocks;
+pub mod blocks;
 
 use std::borrow::Cow;
 use std::fmt;

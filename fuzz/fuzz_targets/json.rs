@@ -1,5 +1,6 @@
 //! The raw JSON scanner on arbitrary bytes: no panic, and what the validator accepts the
-//! skipper spans whole, and the field finder never reads past the line.
+//! skipper spans whole, the field finder never reads past the line, and the block walk
+//! skips every container exactly as the byte walk does.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,6 +21,13 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = json::safe_integer(v);
         let _ = json::is_canonical_number(v);
+    }
+    for i in (0..data.len()).filter(|&i| matches!(data[i], b'{' | b'[')).take(8) {
+        assert_eq!(
+            json::blocks::container_end(data, i),
+            json::blocks::scalar_end(data, i),
+            "container at {i}"
+        );
     }
     let _ = json::is_canonical_string(data);
     let _ = json::decode_utf16_units(data);
