@@ -203,7 +203,7 @@ fn the_example_profile_in_format_md_is_read_as_documented() {
         .expect("the example")
         + 8;
     let end = start + doc[start..].find("```").unwrap();
-    let p = sess::profile::Profile::from_json(doc[start..end].as_bytes(), "FORMAT.md")
+    let p = sess::profile::Profile::from_json(&doc.as_bytes()[start..end], "FORMAT.md")
         .unwrap_or_else(|e| panic!("the FORMAT.md example: {e}"));
     assert_eq!(p.name, "toy");
     assert!(p.frames["toy_row"].exclusive && p.frames["toy_row"].successor.is_none());
