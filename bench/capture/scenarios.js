@@ -170,6 +170,31 @@ const SCRIPTS = {
     steps.push({ text: longText('L-final', 3000) });
     return steps;
   },
+
+  // ---- resume experiment (resume.sh; Claude Code only). `rs` is written by an older Claude
+  // Code (2.1.39) that still records `progress` lines: a slow Bash whose output streams for
+  // ~6 s (bash_progress), a foreground subagent that runs its own slow Bash (agent_progress),
+  // a 300-row Bash, then a text answer. `rs-next` / `rs-cont` are the prompts given on
+  // `--resume <id>` / `--continue`: one Bash + text, and text only.
+  rs: (c) => [
+    { thinking: para('rs0t', 40), text: 'A slow command whose output streams.',
+      tools: [{ kind: 'sh', cmd: 'for i in $(seq 1 12); do echo "tick $i: streaming output line"; sleep 0.5; done', desc: 'Stream 12 ticks' }] },
+    { text: 'I will ask a subagent to look at the folder.',
+      tools: [{ kind: 'agent', desc: 'Inspect the folder', prompt: `scenario=sub-rs Look at ${c.cwd} slowly and report what is there.` }] },
+    { tools: [{ kind: 'sh', cmd: rowsCmd('rs', 300), desc: 'Print 300 rows' }] },
+    { thinking: para('rs3t', 40), text: longText('rs3', 600) },
+  ],
+  'sub-rs': (c) => [
+    { text: 'Looking slowly.', tools: [{ kind: 'sh', cmd: `for i in $(seq 1 8); do echo "sub tick $i"; sleep 0.5; done; ls -la ${c.cwd}`, desc: 'Slow listing' }] },
+    { text: 'Subagent report: ' + para('sub-rs-final', 80) },
+  ],
+  'rs-next': (c) => [
+    { text: 'Resumed; one more command.', tools: [{ kind: 'sh', cmd: `echo resumed; ls ${c.cwd}`, desc: 'Print a marker' }] },
+    { thinking: para('rsn1t', 30), text: 'After the resume: ' + para('rsn1', 80) },
+  ],
+  'rs-cont': (c) => [
+    { text: 'Continued: ' + para('rsc0', 60) },
+  ],
 };
 SCRIPTS['cx-small'] = SCRIPTS.small;
 SCRIPTS['cx-large'] = SCRIPTS.large;
