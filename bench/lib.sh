@@ -23,21 +23,26 @@ gen() {
 
 # measure NAME INPUT_BYTES CMD...: run CMD with stdout to a file (not /dev/null: GNU grep
 # stops at the first match when it sees /dev/null), print wall time, throughput, peak
-# memory and output lines. Sets LAST_SECONDS and LAST_OUTPUT.
+# memory and output lines. With RUNS=N (default 1) it runs N times and reports the median
+# time and the largest peak. The output file is removed before each run, so that no run
+# pays for truncating the last one's gigabyte. Sets LAST_SECONDS and LAST_OUTPUT.
 measure() {
   local name=$1 bytes=$2
   shift 2
-  local tf
+  local tf times=() rss_kb=0 r
   tf=$(mktemp)
-  local start end
-  start=$(date +%s.%N)
   LAST_OUTPUT=$OUT/last-output
-  /usr/bin/time -f '%M' -o "$tf" "$@" >"$LAST_OUTPUT"
-  end=$(date +%s.%N)
-  LAST_SECONDS=$(echo "$end - $start" | bc -l)
-  local rss_kb
-  rss_kb=$(tail -1 "$tf")
+  for ((r = 0; r < ${RUNS:-1}; r++)); do
+    rm -f "$LAST_OUTPUT"
+    local start end
+    start=$(date +%s.%N)
+    /usr/bin/time -f '%M' -o "$tf" "$@" >"$LAST_OUTPUT"
+    end=$(date +%s.%N)
+    times+=("$(echo "$end - $start" | bc -l)")
+    rss_kb=$(( $(tail -1 "$tf") > rss_kb ? $(tail -1 "$tf") : rss_kb ))
+  done
   rm -f "$tf"
+  LAST_SECONDS=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (${#times[@]} + 1) / 2 ))p")
   printf '%-40s %8.2f s %9.1f MB/s %8.1f MiB peak %10d lines out\n' "$name" "$LAST_SECONDS" \
     "$(echo "$bytes / $LAST_SECONDS / 1000000" | bc -l)" "$(echo "$rss_kb / 1024" | bc -l)" \
     "$(wc -l <"$LAST_OUTPUT")"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # sess filter on the Claude Code and Codex shapes users report, against the nearest jq
 # program on the same ~1 GiB file: speed, peak memory against the bound, and output share.
-#   bash bench/producers.sh            (SIZE=256M for a quicker run)
+#   bash bench/producers.sh            (SIZE=256M or RUNS=1 for a quicker run)
 # The jq programs do less than sess (no frame folding, no key order or escape preservation);
 # they are the floor of what a user would write by hand.
 source "$(dirname "$0")/lib.sh"
 SIZE=${SIZE:-1G}
+# each command runs three times; the median counts (RUNS=1 for a quicker run)
+export RUNS=${RUNS:-3}
 build
 
 CLAUDE_JQ='if .type == "progress" and .data.type == "agent_progress" then

@@ -318,28 +318,12 @@ impl<'a> Iterator for Members<'a> {
         if self.done {
             return None;
         }
-        let b = self.b;
-        let mut i = skip_ws(b, self.i);
-        if b.get(i) == Some(&b',') {
-            i = skip_ws(b, i + 1);
-        }
-        let member = (|| {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let key_end = string_end(b, i)?;
-            let colon = skip_ws(b, key_end);
-            if b.get(colon) != Some(&b':') {
-                return None;
-            }
-            let vstart = skip_ws(b, colon + 1);
-            let vend = skip_value(b, vstart)?;
-            Some((&b[i + 1..key_end - 1], vstart, vend))
-        })();
+        let member = member_head(self.b, self.i)
+            .and_then(|(key, vstart)| Some((key, vstart, skip_value(self.b, vstart)?)));
         match member {
             Some((key, vstart, vend)) => {
                 self.i = vend;
-                Some((key, &b[vstart..vend]))
+                Some((key, &self.b[vstart..vend]))
             }
             None => {
                 self.done = true;
@@ -349,16 +333,61 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
+/// The member starting at `i` (after whitespace and a comma, if any): its raw key content
+/// and where its value starts. `None` at the object's end or at anything malformed.
+fn member_head(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+    let mut i = skip_ws(b, i);
+    if b.get(i) == Some(&b',') {
+        i = skip_ws(b, i + 1);
+    }
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let key_end = string_end(b, i)?;
+    let colon = skip_ws(b, key_end);
+    if b.get(colon) != Some(&b':') {
+        return None;
+    }
+    Some((&b[i + 1..key_end - 1], skip_ws(b, colon + 1)))
+}
+
+/// Where the value of a top-level field starts. Unlike [`field`], it does not skip that
+/// value, which is what a path through a huge object needs: Claude Code's `data.type`
+/// comes after a `data.normalizedMessages` of megabytes, and skipping `data` to reach it,
+/// and then its members, walked those bytes twice.
+fn value_start(b: &[u8], key: &str) -> Option<usize> {
+    let i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut i = i + 1;
+    loop {
+        let (k, vstart) = member_head(b, i)?;
+        if key_is(k, key) {
+            return Some(vstart);
+        }
+        i = skip_value(b, vstart)?;
+    }
+}
+
 /// The raw value of a top-level field, found without looking past it: only the members
 /// before it are skipped. A key that repeats (no producer writes one) is read at its first
 /// occurrence. Keys spelled with escapes are compared decoded.
 pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
-    members(line).find(|(k, _)| key_is(k, key)).map(|(_, v)| v)
+    let start = value_start(line, key)?;
+    Some(&line[start..skip_value(line, start)?])
 }
 
-/// The raw value at a dotted path of object keys (`assistantMessageEvent.partial`).
+/// The raw value at a dotted path of object keys (`assistantMessageEvent.partial`). The
+/// objects on the way are entered, not skipped: the answer is the same (their members are
+/// read up to the one named), without walking what follows it.
 pub fn path<'a>(line: &'a [u8], dotted: &str) -> Option<&'a [u8]> {
-    dotted.split('.').try_fold(line, field)
+    let (parents, last) = dotted.rsplit_once('.').unwrap_or(("", dotted));
+    let mut obj = line;
+    for seg in parents.split('.').filter(|_| !parents.is_empty()) {
+        obj = &obj[value_start(obj, seg)?..];
+    }
+    field(obj, last)
 }
 
 /// Whether a raw key (text between the quotes) spells `key`.
@@ -424,6 +453,7 @@ pub fn decode_utf16_units(inner: &[u8]) -> Option<Vec<u16>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn validates_good_json() {
@@ -512,6 +542,67 @@ mod tests {
             vec![0xd800, b'x' as u16]
         );
         assert_eq!(str_value(b"12"), None);
+    }
+    /// What `path` answered before it entered objects instead of skipping them: each
+    /// object on the way read whole, member by member.
+    fn path_by_members<'a>(line: &'a [u8], dotted: &str) -> Option<&'a [u8]> {
+        dotted.split('.').try_fold(line, |obj, key| {
+            members(obj).find(|(k, _)| key_is(k, key)).map(|(_, v)| v)
+        })
+    }
+
+    #[test]
+    fn paths_read_through_objects() {
+        let line =
+            br#"{"a":1,"data":{"big":[{"x":"}"}],"type":"agent_progress","k\u0065y":2},"t":3}"#;
+        assert_eq!(path(line, "data.type"), Some(&br#""agent_progress""#[..]));
+        assert_eq!(path(line, "data.key"), Some(&b"2"[..]));
+        assert_eq!(path(line, "t"), Some(&b"3"[..]));
+        assert_eq!(path(line, "data.nope"), None);
+        assert_eq!(path(line, "a.type"), None);
+        assert_eq!(path(line, "nope.type"), None);
+        assert_eq!(path(line, "data.big.x"), None);
+        // A member after the object named is not looked for inside it.
+        assert_eq!(path(br#"{"data":{"a":1},"type":"x"}"#, "data.type"), None);
+        // Only what comes before the member named is read: a line cut after it still
+        // answers (it did not before; no decision depends on the difference, since a cut
+        // line is kept whole).
+        assert_eq!(
+            path(br#"{"data":{"type":"x","big":[1,"#, "data.type"),
+            Some(&br#""x""#[..])
+        );
+    }
+
+    fn nested() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<i32>().prop_map(serde_json::Value::from),
+            "[a-c\\\"}{ ]{0,6}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::vec(("[abc]", inner), 0..5)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn paths_agree_with_folding_fields(
+            v in nested(),
+            keys in prop::collection::vec("[abc]", 1..4),
+            pretty: bool,
+        ) {
+            let line = if pretty {
+                serde_json::to_vec_pretty(&v).unwrap()
+            } else {
+                serde_json::to_vec(&v).unwrap()
+            };
+            let dotted = keys.join(".");
+            prop_assert_eq!(path(&line, &dotted), path_by_members(&line, &dotted));
+        }
     }
 }
 
