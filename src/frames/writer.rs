@@ -56,6 +56,9 @@ impl FrameOptions {
 /// A larger frame would make `cat --tail` decode more, and lose more to a torn write.
 pub const DEFAULT_FRAME_SIZE: usize = 1 << 20;
 
+/// The level a log that fits in one frame is also tried at.
+pub const ONLY_FRAME_LEVEL: i32 = 19;
+
 pub struct FrameWriter<W: Write> {
     out: W,
     opts: FrameOptions,
@@ -134,11 +137,15 @@ impl<W: Write> FrameWriter<W> {
         // DSH's layout has no index; an empty log is then one empty frame, so that the file
         // is still a zstd stream (stock zstd refuses an empty file).
         let empty_dsh = self.opts.layout == Layout::Dsh && self.ledger.index.entries.is_empty();
-        if !self.pending.is_empty() || empty_dsh {
+        if self.opts.layout == Layout::Sess && self.ledger.index.entries.is_empty() {
+            self.emit_only_frame()?;
+        } else if !self.pending.is_empty() || empty_dsh {
             let n = self.pending.len();
             self.emit(n)?;
         }
-        if self.opts.layout == Layout::Sess {
+        // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
+        // what a small log packed larger than `zstd -3`.
+        if self.opts.layout == Layout::Sess && self.ledger.index.entries.len() > 1 {
             self.out.write_all(&self.ledger.index.encode())?;
         }
         self.out.flush()?;
@@ -151,6 +158,35 @@ impl<W: Write> FrameWriter<W> {
         self.zbuf.clear();
         self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
         self.compressor.compress_to_buffer(data, &mut self.zbuf)?;
+        self.write_frame(n)
+    }
+
+    /// A log that fits in one frame (most of them) is compressed at [`ONLY_FRAME_LEVEL`]
+    /// as well, and the smaller kept: at one frame and level 3 sess and `zstd -3` write
+    /// about the same bytes, and a file that packs no smaller than `zstd -3` of itself
+    /// gains nothing from sess. Below a frame's size this costs well under a second.
+    fn emit_only_frame(&mut self) -> io::Result<()> {
+        let n = self.pending.len();
+        if n == 0 {
+            return Ok(());
+        }
+        self.zbuf.clear();
+        self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
+        self.compressor.compress_to_buffer(&self.pending, &mut self.zbuf)?;
+        if self.opts.level < ONLY_FRAME_LEVEL {
+            let mut strong = zstd::bulk::Compressor::new(ONLY_FRAME_LEVEL)?;
+            strong.set_parameter(CParameter::ChecksumFlag(true))?;
+            strong.set_parameter(CParameter::ContentSizeFlag(true))?;
+            let better = strong.compress(&self.pending)?;
+            if better.len() < self.zbuf.len() {
+                self.zbuf = better;
+            }
+        }
+        self.write_frame(n)
+    }
+
+    /// Writes the frame in `zbuf`, which holds the first `n` pending bytes.
+    fn write_frame(&mut self, n: usize) -> io::Result<()> {
         self.out.write_all(&self.zbuf)?;
         // A frame is written whole, and at once: never left in a buffer below, where a
         // quiet stream would keep it from the file.
