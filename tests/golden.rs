@@ -2,7 +2,8 @@
 //! `testdata/` and on the pi, DSH and Chord files of the conformance corpus, checked against
 //! a table of lengths and crc32s written before a change (`tests/golden.tsv`). A change that
 //! alters an output on purpose regenerates the table with `SESS_UPDATE_GOLDEN=1 cargo test
-//! --test golden` and says why in its commit.
+//! --test golden -- --test-threads=1` (the two tests rewrite the one table; run together,
+//! one's rows are lost) and says why in its commit.
 //!
 //! Claude Code, Codex and Gemini CLI logs are not in the table: sess learns their formats,
 //! so their outputs are meant to change.
