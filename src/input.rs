@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::frames::reader::Health;
 pub use crate::frames::walk::is_zstd;
 use crate::frames::{FrameReader, Recovery};
+use crate::intern;
 use crate::io::{Line, LineReader};
 
 /// Where bytes come from. `-` means stdin.
@@ -91,6 +92,9 @@ pub struct Source {
     /// What the frame reader found, for a compressed input.
     pub health: Option<Arc<Mutex<Health>>>,
     progress: Option<ProgressBar>,
+    /// `--recovery skip-corrupt`: a line whose interned values were lost is skipped with a
+    /// warning, not an error.
+    skip_corrupt: bool,
 }
 
 impl Source {
@@ -144,6 +148,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         reader,
         health,
         progress,
+        skip_corrupt: opts.recovery == Recovery::SkipCorrupt,
     })
 }
 
@@ -179,6 +184,9 @@ pub fn each_line_of<E: From<Error>>(
     let name = src.name.clone();
     let bar = src.progress_bar();
     let mut lines = LineReader::new(src.reader);
+    // Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
+    let mut interned = intern::Reader::default();
+    let mut rebuilt = Vec::new();
     loop {
         let offset = lines.offset();
         // The place is built only on the way to an error: this loop runs once per line.
@@ -187,6 +195,14 @@ pub fn each_line_of<E: From<Error>>(
             Error::io(place, "cannot read (decompressed)", e)
         })?;
         let Some(line) = line else { break };
+        let line = match rebuild(&name, line, &mut interned, &mut rebuilt) {
+            Ok(line) => line,
+            Err(e) if src.skip_corrupt => {
+                eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         if f(&name, line)? == Flow::Stop {
             return Ok(Flow::Stop);
         }
@@ -195,6 +211,26 @@ pub fn each_line_of<E: From<Error>>(
         bar.finish_and_clear();
     }
     Ok(Flow::More)
+}
+
+/// The line an interned line stands for (any other line as it is). A torn line is left to
+/// the torn-line policy.
+pub fn rebuild<'a>(
+    name: &str,
+    line: Line<'a>,
+    interned: &mut intern::Reader,
+    buf: &'a mut Vec<u8>,
+) -> Result<Line<'a>, Error> {
+    if !intern::is_interned(line.bytes) || line.is_torn() {
+        return Ok(line);
+    }
+    interned.read(line.bytes, buf).map_err(|e| {
+        Error::invalid(
+            Place::line(name, line.number).offset(line.offset),
+            e.to_string(),
+        )
+    })?;
+    Ok(Line { bytes: buf, ..line })
 }
 
 /// Reads up to four bytes to sniff the format. A pipe may deliver them one at a time.

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use std::path::Path;
 
 use crate::frames::FrameWriter;
+use crate::frames::writer::FrameCount;
+use crate::intern::{self, InternWriter};
 use crate::profile::{Choice, Chooser, Overrides};
 use crate::rows;
 use crate::snapshots::{self, Group};
@@ -98,15 +100,67 @@ impl Packer {
     }
 }
 
-/// Where packed lines go: plain packed JSONL, or zstd frames.
+/// Where packed lines go: plain packed JSONL, or zstd frames, their repeated values
+/// interned ([`crate::intern`]) in both. Plain output holds the very lines the frames
+/// would (stock `zstd -dc` of the frames gives it back), so it counts the frames it would
+/// have been cut into.
 pub enum Out<W: Write> {
-    Plain(BufWriter<W>),
-    Frames(FrameWriter<W>),
+    Plain(InternWriter<Counted<W>>),
+    Frames(InternWriter<FrameWriter<W>>),
+}
+
+/// Interning: values of at least `min` bytes (0: none), within `window` bytes of them.
+#[derive(Debug, Clone, Copy)]
+pub struct Interning {
+    pub min: usize,
+    pub window: u64,
+}
+
+impl Interning {
+    pub const NONE: Interning = Interning { min: 0, window: 0 };
+
+    fn writer(self, frame_size: usize) -> intern::Writer {
+        intern::Writer::new(self.min, self.window).near(frame_size as u64)
+    }
 }
 
 impl<W: Write> Out<W> {
-    pub fn plain(w: W) -> Out<W> {
-        Out::Plain(BufWriter::with_capacity(256 * 1024, w))
+    /// Plain packed JSONL, as frames of `frame_size` would hold it.
+    pub fn plain(w: W, frame_size: usize, interning: Interning) -> Out<W> {
+        let counted = Counted {
+            inner: BufWriter::with_capacity(256 * 1024, w),
+            count: FrameCount::new(frame_size),
+        };
+        Out::Plain(InternWriter::new(counted, interning.writer(frame_size)))
+    }
+
+    pub fn frames(w: FrameWriter<W>, interning: Interning) -> Out<W> {
+        let size = w.options().frame_size;
+        Out::Frames(InternWriter::new(w, interning.writer(size)))
+    }
+
+    /// The interner: a first pass over a file input shows it which values repeat
+    /// ([`intern::Writer::survey`]).
+    pub fn interner(&mut self) -> &mut intern::Writer {
+        match self {
+            Out::Plain(w) => w.writer_mut(),
+            Out::Frames(f) => f.writer_mut(),
+        }
+    }
+
+    /// Offers the input as it was, for a log of one frame ([`FrameWriter::offer_same`]).
+    pub fn offer_same(&mut self, same: Vec<u8>) {
+        if let Out::Frames(f) = self {
+            f.get_mut().offer_same(same);
+        }
+    }
+
+    /// References written, and the bytes they stand for.
+    pub fn interned(&self) -> (u64, u64) {
+        match self {
+            Out::Plain(w) => w.counts(),
+            Out::Frames(f) => f.counts(),
+        }
     }
 
     pub fn writer(&mut self) -> &mut dyn Write {
@@ -120,24 +174,65 @@ impl<W: Write> Out<W> {
     pub fn flush_window(&mut self) -> io::Result<()> {
         match self {
             Out::Plain(w) => w.flush(),
-            Out::Frames(f) => f.flush_frame(),
+            Out::Frames(f) => f.get_mut().flush_frame(),
         }
     }
 
     /// The output underneath.
     pub fn get_ref(&self) -> &W {
         match self {
-            Out::Plain(w) => w.get_ref(),
-            Out::Frames(f) => f.get_ref(),
+            Out::Plain(w) => w.get_ref().inner.get_ref(),
+            Out::Frames(f) => f.get_ref().get_ref(),
         }
     }
 
     /// Writes what is pending (and the index, for frames) and hands the output back.
     pub fn finish(self) -> io::Result<W> {
         match self {
-            Out::Plain(w) => w.into_inner().map_err(|e| e.into_error()),
-            Out::Frames(f) => Ok(f.finish()?.0),
+            Out::Plain(w) => w.finish()?.inner.into_inner().map_err(|e| e.into_error()),
+            Out::Frames(f) => Ok(f.finish()?.finish()?.0),
         }
+    }
+}
+
+/// Plain output that counts the frames sess's frame writer would cut from it.
+pub struct Counted<W: Write> {
+    inner: BufWriter<W>,
+    count: FrameCount,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write_all(buf)?;
+        self.count.add(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> intern::Framed for Counted<W> {
+    fn next_frame(&self) -> u64 {
+        self.count.frames
+    }
+
+    fn last_line_frame(&self) -> u64 {
+        self.count
+            .frames
+            .saturating_sub(u64::from(self.count.pending() == 0))
+    }
+}
+
+impl<W: Write> intern::Framed for FrameWriter<W> {
+    fn next_frame(&self) -> u64 {
+        self.frames_written() as u64
+    }
+
+    fn last_line_frame(&self) -> u64 {
+        // Written with its newline just now: still pending, or in the frame just cut.
+        (self.frames_written() as u64).saturating_sub(u64::from(self.pending() == 0))
     }
 }
 

@@ -197,7 +197,19 @@ fn dialect_profile(dialect: &str) -> &str {
     }
 }
 
-fn check_dir(dir: &Path) -> usize {
+/// The references `pack --stats` says it wrote.
+fn interned_refs(stats: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(stats);
+    let (before, _) = text
+        .split_once(" repeated values")
+        .unwrap_or_else(|| panic!("no interning in: {text}"));
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Checks every log below `dir`; returns how many, and the values interned in them.
+fn check_dir(dir: &Path) -> (usize, u64) {
+    let mut refs = 0;
+    let refs = &mut refs;
     let files = jsonl_below(dir);
     for f in &files {
         let input = std::fs::read(f).unwrap();
@@ -217,33 +229,52 @@ fn check_dir(dir: &Path) -> usize {
         let z = stdout_ok(sess().arg("pack").arg(f));
         let back = stdout_ok(sess().arg("unpack").write_stdin(z));
         assert!(back == input, "{}: pack round trip", f.display());
+        // In small frames, repeats lie in other frames: values are interned.
+        let small = sess()
+            .args(["pack", "--stats", "--frame-size", "65536"])
+            .arg(f)
+            .output()
+            .unwrap();
+        assert!(small.status.success(), "{}", f.display());
+        let back = stdout_ok(sess().arg("unpack").write_stdin(small.stdout));
+        assert!(back == input, "{}: pack round trip, interned", f.display());
+        *refs += interned_refs(&small.stderr);
         let filtered = stdout_ok(sess().arg("filter").arg(f));
         check_filter(f, want, &input, &filtered);
     }
-    files.len()
+    (files.len(), *refs)
 }
 
 #[test]
 #[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
 fn published_logs_of_claude_code_codex_and_gemini_cli() {
-    let mut n = 0;
+    let (mut n, mut refs) = (0, 0);
     for sub in ["claude-code", "codex", "gemini-cli"] {
-        n += check_dir(&common::conformance(sub));
+        let (files, r) = check_dir(&common::conformance(sub));
+        n += files;
+        refs += r;
     }
     assert!(n >= 17, "{n} files");
+    assert!(refs > 50, "{refs} values interned");
 }
 
 #[test]
 #[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
 fn captures_of_the_current_releases() {
-    assert!(check_dir(&common::conformance("captures")) >= 15);
+    let (files, refs) = check_dir(&common::conformance("captures"));
+    assert!(
+        files >= 15 && refs > 40,
+        "{files} files, {refs} values interned"
+    );
 }
 
 #[test]
 fn our_own_captures() {
     // bench/capture/run.sh wrote these: 4 Claude Code transcripts, 7 Claude Code streams,
     // 2 Codex rollouts, 3 `codex exec --json` streams.
-    assert_eq!(check_dir(&common::testdata("captures")), 16);
+    let (files, refs) = check_dir(&common::testdata("captures"));
+    assert_eq!(files, 16);
+    assert!(refs > 25, "{refs} values interned");
 }
 
 #[test]

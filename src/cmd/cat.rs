@@ -9,7 +9,8 @@ use crate::cli::{Global, IoArgs};
 use crate::range::Range;
 use sess::event::{self, Event, LastLine};
 use sess::frames::seek::Seekable;
-use sess::input::{Flow, Input};
+use sess::input::{self, Flow, Input};
+use sess::intern;
 use sess::io::{LineReader, Sink};
 
 const ABOUT: &str = "Print the logical events of a log as JSONL";
@@ -150,39 +151,106 @@ fn sequential(
     Ok(())
 }
 
+/// The definitions interned lines need when frames are read out of order: those of the
+/// frames before `next`. Filled only when a frame holds an interned line, by reading the
+/// frames before it ([`Defs::prime`]); a log without interned lines is never read so.
+#[derive(Default)]
+struct Defs {
+    reader: intern::Reader,
+    next: usize,
+}
+
+impl Defs {
+    /// Makes the definitions those of frames `0..k`.
+    fn prime(&mut self, file: &mut Seekable, k: usize) -> Result<()> {
+        if self.next > k {
+            self.reader.clear()?;
+            self.next = 0;
+        }
+        let name = file.name().to_string();
+        let mut buf = Vec::new();
+        for j in self.next..k {
+            let frame = file
+                .frame(j)
+                .with_context(|| format!("{name}: cannot read"))?;
+            let mut lines = LineReader::new(frame);
+            while let Some(line) = lines
+                .next_line()
+                .with_context(|| format!("{name}: cannot read"))?
+            {
+                input::rebuild(&name, line, &mut self.reader, &mut buf)?;
+            }
+        }
+        self.next = k;
+        Ok(())
+    }
+}
+
 /// Calls `f` with the selected events of frame `k`, in order, until it says stop; returns
 /// whether reading went past the seq range.
 fn frame_events(
     file: &mut Seekable,
     k: usize,
     select: &Select<'_>,
+    defs: &mut Defs,
     f: &mut impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<bool> {
     let name = file.name().to_string();
-    let mut buf = Vec::new();
+    let (mut buf, mut rebuilt) = (Vec::new(), Vec::new());
     let mut past = false;
-    let frame = file
-        .frame(k)
-        .with_context(|| format!("{name}: cannot read"))?;
-    let mut lines = LineReader::new(frame);
-    while let Some(line) = lines
-        .next_line()
-        .with_context(|| format!("{name}: cannot read"))?
-    {
-        let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
-            continue;
-        };
-        super::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
-            let (keep, stop) = select.check(ev.bytes);
-            if keep {
-                f(ev.bytes)?;
+    if defs.next != k {
+        defs.next = usize::MAX;
+    }
+    // The frame is streamed (a bomb decodes to gigabytes). At its first interned line
+    // without the definitions at hand, reading stops, the frames before are read for
+    // them, and the frame is read again from the line where it stopped.
+    let mut skip = 0;
+    loop {
+        let mut stopped_at = None;
+        let frame = file
+            .frame(k)
+            .with_context(|| format!("{name}: cannot read"))?;
+        let mut lines = LineReader::new(frame);
+        let mut n = 0;
+        while let Some(line) = lines
+            .next_line()
+            .with_context(|| format!("{name}: cannot read"))?
+        {
+            n += 1;
+            if n <= skip {
+                continue;
             }
-            past |= stop;
-            Ok(if stop { Flow::Stop } else { Flow::More })
-        })?;
-        if past {
-            break;
+            if intern::is_interned(line.bytes) && defs.next != k {
+                stopped_at = Some(n - 1);
+                break;
+            }
+            let line = input::rebuild(&name, line, &mut defs.reader, &mut rebuilt)?;
+            let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
+                continue;
+            };
+            super::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
+                let (keep, stop) = select.check(ev.bytes);
+                if keep {
+                    f(ev.bytes)?;
+                }
+                past |= stop;
+                Ok(if stop { Flow::Stop } else { Flow::More })
+            })?;
+            if past {
+                return Ok(true);
+            }
         }
+        drop(lines);
+        match stopped_at {
+            Some(at) => {
+                defs.prime(file, k)?;
+                skip = at;
+            }
+            None => break,
+        }
+    }
+    if defs.next == k {
+        defs.next = k + 1;
     }
     Ok(past)
 }
@@ -190,13 +258,14 @@ fn frame_events(
 /// The last `n` selected events, decoding frames from the end until there are enough.
 fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut defs = Defs::default();
     for k in (0..file.frames().len()).rev() {
         if kept.len() >= n {
             break;
         }
         // This frame's last n selected events, in order, go before what is kept so far.
         let mut here: VecDeque<Vec<u8>> = VecDeque::new();
-        frame_events(file, k, select, &mut |bytes| {
+        frame_events(file, k, select, &mut defs, &mut |bytes| {
             if here.len() == n {
                 here.pop_front();
             }
@@ -217,8 +286,11 @@ fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Si
 /// The events in a seq range, starting at the last frame that begins at or before it.
 fn seq_frames(file: &mut Seekable, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let from = select.seq.map_or(0, |r| r.start as i64);
+    let mut defs = Defs::default();
     for k in file.first_frame_for_seq(from)..file.frames().len() {
-        if frame_events(file, k, select, &mut |bytes| write_line(sink, bytes))? {
+        if frame_events(file, k, select, &mut defs, &mut |bytes| {
+            write_line(sink, bytes)
+        })? {
             break;
         }
     }

@@ -11,8 +11,9 @@ use crate::cli::{Global, IoArgs, LayoutArg};
 use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
-use sess::io::Sink;
+use sess::intern;
 use sess::io::signals::{self, Interrupted};
+use sess::io::{Ending, Sink};
 use sess::pack::{self, Ended, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
@@ -22,10 +23,15 @@ deltas (text, reasoning, tool-call arguments) into text-chunks, reasoning-chunks
 tool-call-chunks rows, the layout DSH itself writes and reads; pack runs of snapshot frames \
 (pi message_update carrying the whole message, tool_execution_update carrying the whole \
 output so far) into snapshot-deltas rows: the first event plus the op batch to each next \
-one. Write the result as \
-independent zstd frames, each holding whole lines and a content checksum, followed by an \
-index of the frames (crc32 of each) in a zstd skippable frame. Stock 'zstd -dc' reads the \
-output as plain packed JSONL. --plain writes packed JSONL instead.\n\n\
+one. Write any JSON string, array or object of --intern-min bytes or more that occurred \
+earlier, a frame or more back, as a reference to it (an interned line; a history that grows \
+by one message a step as a reference to the last one plus the new message; with --plain only \
+when --intern-min is given, so that plain output stays DeepSeek Harness's). Write the \
+result as independent zstd frames, each holding whole lines and a content checksum, \
+followed by an index of the frames (crc32 of each) in a zstd skippable frame; a log that \
+fits in one frame is that frame alone, at the better of --level and level 19, and holds \
+the input as it was when that is smaller. Stock 'zstd -dc' reads the output as plain \
+packed JSONL. --plain writes packed JSONL instead.\n\n\
 Byte-exact: 'sess unpack' of the output reproduces the input byte for byte. An event is \
 packed only when it is spelled exactly as the unpacker will spell it back (the canonical \
 JSON.stringify form); anything else stays verbatim. Input rows are read as the events they \
@@ -70,6 +76,17 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub window: u64,
 
+    /// Write a JSON string, array or object of at least this many bytes (as written) that
+    /// occurred earlier in the file as a reference to its earlier copy, across frames
+    /// (zstd sees repeats only within a frame). 0 turns it off. Default: 256 in frames;
+    /// none with --plain (DeepSeek Harness's packed JSONL) or --layout dsh.
+    #[arg(long, value_name = "BYTES")]
+    pub intern_min: Option<usize>,
+
+    /// The most bytes of distinct values remembered for --intern-min (then it starts over).
+    #[arg(long, value_name = "BYTES", default_value_t = intern::DEFAULT_WINDOW)]
+    pub intern_window: u64,
+
     /// Sync the output file after every frame.
     #[arg(long)]
     pub fsync: bool,
@@ -91,8 +108,17 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     } else {
         Sink::open(args.io.output.as_deref(), &paths)?
     };
+    // DeepSeek Harness reads its own layout, which holds no interned lines.
+    let interning = match (args.layout, args.plain, args.intern_min) {
+        (LayoutArg::Dsh, ..) => pack::Interning::NONE,
+        (_, true, None) => pack::Interning::NONE,
+        (_, _, min) => pack::Interning {
+            min: min.unwrap_or(intern::DEFAULT_MIN),
+            window: args.intern_window,
+        },
+    };
     let mut out = if args.plain {
-        Out::plain(sink)
+        Out::plain(sink, args.frame_size as usize, interning)
     } else {
         sink.refuse_terminal("compressed output")?;
         let opts = writer::FrameOptions {
@@ -101,13 +127,29 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             layout: args.layout.into(),
             first_seq: sess::event::line_seq,
         };
-        Out::Frames(FrameWriter::new(sink, opts)?)
+        Out::frames(FrameWriter::new(sink, opts)?, interning)
     };
     let mut packer = Packer::default();
-    let events = if streaming {
+    let (events, out_interned) = if streaming {
         pack_stream(&inputs, args.io.open_options(g), &args, &mut packer, out)?
     } else {
         let mut events = 0u64;
+        // Files can be read twice: a first pass finds the values that repeat, so that
+        // each is defined where it first occurs.
+        if interning.min > 0 && inputs.iter().all(|i| i.path().is_some()) {
+            let interner = out.interner();
+            let opts = OpenOptions {
+                quiet: true,
+                ..args.io.open_options(g)
+            };
+            super::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
+                interner.survey(ev.bytes);
+                Ok(Flow::More)
+            })?;
+            interner.surveyed();
+        }
+        // The input as it came, while it fits in one frame: unpacked, it is the same log.
+        let mut same = Some(Vec::new());
         for input in &inputs {
             packer.start_input(input.path());
             super::each_event(
@@ -117,17 +159,36 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 |_, ev| {
                     events += 1;
                     packer.event(ev.bytes, ev.newline, out.writer())?;
+                    if let Some(s) = &mut same
+                        && ev.starts_line()
+                    {
+                        s.extend_from_slice(ev.line.bytes);
+                        if ev.line.ending == Ending::Newline {
+                            s.push(b'\n');
+                        }
+                        if s.len() > args.frame_size as usize {
+                            same = None;
+                        }
+                    }
                     Ok(Flow::More)
                 },
             )?;
             packer.end_input(out.writer())?;
         }
+        if let Some(s) = same {
+            out.offer_same(s);
+        }
+        let interned = out.interned();
         out.finish()?.finish()?;
-        events
+        (events, interned)
     };
     if args.stats {
         let (rows, packed) = packer.counts();
-        eprintln!("sess pack: {events} events in, {packed} of them packed into {rows} rows");
+        let (refs, bytes) = out_interned;
+        eprintln!(
+            "sess pack: {events} events in, {packed} of them packed into {rows} rows; \
+             {refs} repeated values ({bytes} bytes) written as references"
+        );
     }
     Ok(())
 }
@@ -146,7 +207,7 @@ fn pack_stream(
     args: &Args,
     packer: &mut Packer,
     mut out: Out<Sink>,
-) -> Result<u64> {
+) -> Result<(u64, (u64, u64))> {
     let (tx, rx) = mpsc::sync_channel::<Msg>(4096);
     let on_signal = tx.clone();
     signals::on_interrupt(move |sig| {
@@ -191,10 +252,11 @@ fn pack_stream(
         .map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
     // Every event read is written, even when the input then fails; but an input that fails
     // before its first event leaves an output nothing has reached as it was.
+    let interned = out.interned();
     if read.is_ok() || events > 0 || out.get_ref().touched() {
         packer.finish(out.writer())?;
         out.finish()?.finish()?;
     }
     read?;
-    Ok(events)
+    Ok((events, interned))
 }

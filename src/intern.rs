@@ -1,0 +1,945 @@
+//! Interned lines: long-range dedup of JSON values, across frames.
+//!
+//! sess cuts its container into independent frames (4 MiB), and zstd cannot see a repeat that
+//! lies in another frame; agent logs are made of such repeats (a subagent's whole history
+//! stored again at every step, an image string stored 138 times). The packer finds every
+//! JSON string, array or object of at least `min` bytes (raw, as written) that occurred
+//! earlier, and writes the later copies as references:
+//!
+//! ```text
+//! {"type":"sess-interned","v":1,"defs":[[AT,LEN,ID],...],"refs":[[AT,ID,LEN,CRC],...],"line":LINE}
+//! ```
+//!
+//! `LINE` is the line with each referenced value replaced by the byte `0` (so a JSON line
+//! stays JSON); a ref's `AT` is the offset of that byte in `LINE`, `CRC` the crc32 of the
+//! value. Once the refs are put back, each def names the bytes `AT..AT+LEN` of the whole
+//! line as value `ID`, for later lines to reference. A value is defined at its second
+//! occurrence (the first is only hashed, so nothing is stored for values that never
+//! repeat) and referenced from its third. The bytes are never re-serialized, so the round
+//! trip is exact whatever the producer's key order, number spelling or escapes.
+//!
+//! A reader keeps the definitions it has read (in an unlinked temporary file, so memory
+//! holds only their places). A reference whose definition is missing (a damaged frame, a
+//! file cut in front) or whose bytes do not match its crc32 is an error naming the line:
+//! a line is restored exactly or not at all.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+
+use serde::Deserialize;
+
+use crate::json;
+
+/// How every interned line starts: sess writes them only so, and a line of the input that
+/// starts so is wrapped in one (with no refs) to be read back as itself.
+pub const PREFIX: &[u8] = br#"{"type":"sess-interned","v":1,"defs":["#;
+
+/// The default smallest value interned, in bytes.
+pub const DEFAULT_MIN: usize = 256;
+
+/// The default bytes of distinct values the packer remembers (like `zstd --long=30`).
+pub const DEFAULT_WINDOW: u64 = 1 << 30;
+
+/// The longest line a reader rebuilds: refs are small, what they stand for need not be,
+/// and a hostile file could make a line of a few bytes stand for terabytes.
+pub const MAX_LINE: usize = 1 << 32;
+
+/// The smallest array whose beginning is looked for in the last array at its path: each
+/// one is defined for the next, which costs its header even when nothing refers to it.
+const ARRAY_MIN: usize = 4096;
+
+/// Nesting below this depth is not looked into (the scanner recurses).
+const MAX_DEPTH: usize = 64;
+
+/// Whether a line is an interned line.
+pub fn is_interned(line: &[u8]) -> bool {
+    line.starts_with(PREFIX)
+}
+
+/// Values kept on disk by id; memory holds only where each one is.
+#[derive(Default)]
+pub struct Store {
+    file: Option<File>,
+    len: u64,
+    at: HashMap<u64, (u64, usize)>,
+}
+
+impl Store {
+    fn put(&mut self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(tempfile::tempfile()?),
+        };
+        file.write_all_at(bytes, self.len)?;
+        self.at.insert(id, (self.len, bytes.len()));
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Appends value `id` to `out`; false when there is no such value.
+    fn get(&self, id: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+        self.get_prefix(id, usize::MAX, out)
+    }
+
+    /// Appends the first `most` bytes of value `id` (all of it, when shorter) to `out`.
+    fn get_prefix(&self, id: u64, most: usize, out: &mut Vec<u8>) -> io::Result<bool> {
+        let (Some(&(at, len)), Some(file)) = (self.at.get(&id), &self.file) else {
+            return Ok(false);
+        };
+        let len = len.min(most);
+        let start = out.len();
+        out.resize(start + len, 0);
+        file.read_exact_at(&mut out[start..], at)?;
+        Ok(true)
+    }
+
+    /// Forgets every value.
+    fn clear(&mut self) -> io::Result<()> {
+        if let Some(f) = &self.file {
+            f.set_len(0)?;
+        }
+        self.len = 0;
+        self.at.clear();
+        Ok(())
+    }
+}
+
+/// Why an interned line cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("a malformed interned line: {0}")]
+    Malformed(String),
+    #[error(
+        "an interned line refers to value {0}, which is not defined before it (its \
+         definition was in a frame that is missing or damaged, or in front of where reading began)"
+    )]
+    Missing(u64),
+    #[error("an interned line refers to value {0}, whose bytes do not match the reference's crc32")]
+    Mismatch(u64),
+    #[error("cannot keep interned values: {0}")]
+    Io(#[from] io::Error),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Header {
+    #[serde(rename = "type")]
+    _type: String,
+    v: u32,
+    defs: Vec<[u64; 3]>,
+    refs: Vec<[u64; 4]>,
+}
+
+/// The reading side: rebuilds interned lines, keeping the values they define.
+#[derive(Default)]
+pub struct Reader {
+    store: Store,
+}
+
+impl Reader {
+    /// Forgets every definition (a new input begins).
+    pub fn clear(&mut self) -> io::Result<()> {
+        self.store.clear()
+    }
+
+    /// Rebuilds interned `line` into `out` (cleared first) and keeps what it defines.
+    pub fn read(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        out.clear();
+        let (header, stored) = split(line)?;
+        let mut copied = 0;
+        for &[at, id, len, crc] in &header.refs {
+            let at = usize::try_from(at).unwrap_or(usize::MAX);
+            let whole = stored.get(at) == Some(&b'0');
+            let prefix = stored.get(at..at + 2) == Some(b"[0");
+            if at < copied || !(whole || prefix) {
+                return Err(Error::Malformed(format!(
+                    "a ref at {at} is out of order or not at a 0 or [0"
+                )));
+            }
+            if out.len() as u64 + len > MAX_LINE as u64 {
+                return Err(Error::Malformed(format!(
+                    "the line would be longer than {MAX_LINE} bytes"
+                )));
+            }
+            out.extend_from_slice(&stored[copied..at]);
+            let start = out.len();
+            if !self.store.get_prefix(id, len as usize, out)? {
+                return Err(Error::Missing(id));
+            }
+            let got = &out[start..];
+            if got.len() as u64 != len
+                || u64::from(crc32fast::hash(got)) != crc
+                || (prefix && got.first() != Some(&b'['))
+            {
+                return Err(Error::Mismatch(id));
+            }
+            copied = at + if whole { 1 } else { 2 };
+        }
+        out.extend_from_slice(&stored[copied..]);
+        for &[at, len, id] in &header.defs {
+            let range = usize::try_from(at)
+                .ok()
+                .zip(usize::try_from(len).ok())
+                .and_then(|(a, l)| Some(a..a.checked_add(l)?))
+                .filter(|r| r.end <= out.len())
+                .ok_or_else(|| Error::Malformed(format!("a def at {at}+{len} past the line")))?;
+            self.store.put(id, &out[range])?;
+        }
+        Ok(())
+    }
+}
+
+/// The header and the stored line of an interned line.
+fn split(line: &[u8]) -> Result<(Header, &[u8]), Error> {
+    const LINE: &[u8] = br#","line":"#;
+    let bad = |why: &str| Error::Malformed(why.to_string());
+    // The header holds only numbers before `,"line":`, so its first occurrence is the one.
+    let k = memchr::memmem::find(line, LINE).ok_or_else(|| bad("no \"line\" member"))?;
+    let stored = line[k + LINE.len()..]
+        .strip_suffix(b"}")
+        .ok_or_else(|| bad("it does not end with }"))?;
+    let mut head = line[..k].to_vec();
+    head.push(b'}');
+    let header: Header =
+        serde_json::from_slice(&head).map_err(|e| Error::Malformed(e.to_string()))?;
+    if header.v != 1 {
+        return Err(Error::Malformed(format!(
+            "version {} (this sess reads 1)",
+            header.v
+        )));
+    }
+    Ok((header, stored))
+}
+
+/// The writing side: finds repeated values and writes lines with references to them.
+pub struct Writer {
+    min: usize,
+    window: u64,
+    /// Values seen once, by [`key`]: the frame their line went into.
+    seen: HashMap<u64, u64>,
+    /// Repeats nearer than this many bytes of input are left to zstd (the frame size).
+    near: u64,
+    /// Where the survey is in the input, and the values it saw once there.
+    survey_at: u64,
+    survey_seen: HashMap<u64, u64>,
+    /// Values a survey of the whole input ([`Writer::survey`]) found more than once: they
+    /// are defined at their first occurrence, not their second.
+    repeated: HashSet<u64>,
+    /// Bytes of the values the survey holds.
+    surveyed: u64,
+    /// Values defined, by [`key`]: their id and the frame their line went into.
+    defs: HashMap<u64, Def>,
+    /// The frame the line being interned goes into, at the earliest.
+    frame: u64,
+    /// The defined values' bytes, to compare a candidate with before referencing it.
+    store: Store,
+    next_id: u64,
+    /// Bytes of the values in `seen` and `defs`.
+    remembered: u64,
+    pub refs: u64,
+    pub bytes_referenced: u64,
+    scratch: Vec<u8>,
+    /// The keys the last line defined, to be placed in their frame.
+    last_defs: Vec<u64>,
+    /// The last array at each path (a hash of its keys): its id and frame.
+    arrays: HashMap<u64, (u64, u64)>,
+    /// The paths of the arrays the last line defined.
+    last_arrays: Vec<u64>,
+}
+
+/// A value the writer has defined.
+#[derive(Clone, Copy)]
+struct Def {
+    id: u64,
+    /// The frame its line went into (`u64::MAX` while that line is being written).
+    frame: u64,
+    /// Whether its bytes are in its line as they are (no refs inside), where zstd sees them.
+    literal: bool,
+}
+
+/// A value found in a line, by its place in the line.
+struct Found {
+    start: usize,
+    end: usize,
+    id: u64,
+    /// A ref to the first `end - start` bytes of an array (written `[0`), not a whole value
+    /// (written `0`).
+    prefix: bool,
+}
+
+impl Writer {
+    /// Interns values of at least `min` bytes (0: none), remembering at most `window`
+    /// bytes of them.
+    pub fn new(min: usize, window: u64) -> Writer {
+        Writer {
+            min,
+            window,
+            seen: HashMap::new(),
+            // sess pack sets the frame size it uses (`near`); this is its default.
+            near: 4 << 20,
+            survey_at: 0,
+            survey_seen: HashMap::new(),
+            repeated: HashSet::new(),
+            surveyed: 0,
+            defs: HashMap::new(),
+            frame: 0,
+            store: Store::default(),
+            next_id: 0,
+            remembered: 0,
+            refs: 0,
+            bytes_referenced: 0,
+            scratch: Vec::new(),
+            last_defs: Vec::new(),
+            arrays: HashMap::new(),
+            last_arrays: Vec::new(),
+        }
+    }
+
+    /// Writes `line` (without its newline) to `out`, as an interned line when it repeats
+    /// or defines a value, else as it is.
+    pub fn line<W: Write + ?Sized>(&mut self, line: &[u8], out: &mut W) -> io::Result<()> {
+        let (mut refs, mut defs) = (Vec::new(), Vec::new());
+        self.last_defs.clear();
+        self.last_arrays.clear();
+        if self.min > 0 && line.len() >= self.min {
+            let end = json::skip_value(line, 0).unwrap_or(0);
+            let start = json::skip_ws(line, 0);
+            if end > start && json::skip_ws(line, end) == line.len() {
+                self.walk(line, start, end, 0, 0, &mut refs, &mut defs)?;
+            }
+        }
+        if refs.is_empty() && defs.is_empty() && !is_interned(line) {
+            return out.write_all(line);
+        }
+        write_interned(line, &refs, &defs, out)
+    }
+
+    /// A first pass over a line of an input that can be read twice (a file): values that
+    /// occur again anywhere in it are then defined where they first occur, so that the
+    /// second copy is already a reference. Counts at most `window` bytes of values.
+    pub fn survey(&mut self, line: &[u8]) {
+        let at = self.survey_at;
+        self.survey_at += line.len() as u64 + 1;
+        if self.min == 0 || line.len() < self.min || self.surveyed > self.window {
+            return;
+        }
+        let start = json::skip_ws(line, 0);
+        if let Some(end) = json::skip_value(line, start) {
+            self.count(line, start, end, 0, at);
+        }
+    }
+
+    /// The survey's walk: a value seen before is marked repeated when the copies lie a
+    /// frame or more apart (nearer, zstd sees them) and not looked into (its parts were
+    /// counted the first time).
+    fn count(&mut self, b: &[u8], start: usize, end: usize, depth: usize, at: u64) {
+        let v = &b[start..end];
+        if v.len() < self.min.max(2) || !matches!(v[0], b'"' | b'{' | b'[') {
+            return;
+        }
+        let key = key(crc32fast::hash(v), v.len());
+        if let Some(&first) = self.survey_seen.get(&key) {
+            if at - first >= self.near {
+                self.repeated.insert(key);
+            }
+            return;
+        }
+        self.survey_seen.insert(key, at);
+        self.surveyed += v.len() as u64;
+        if v[0] == b'"' || depth >= MAX_DEPTH {
+            return;
+        }
+        for (_, s, e) in children(b, start, end) {
+            self.count(b, s, e, depth + 1, at);
+        }
+    }
+
+    /// The survey is over: what it saw once is forgotten, what repeats is kept.
+    pub fn surveyed(&mut self) {
+        self.survey_seen = HashMap::new();
+    }
+
+    /// Repeats nearer than `bytes` (the frame size) are left to zstd.
+    pub fn near(mut self, bytes: u64) -> Writer {
+        self.near = bytes;
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        b: &[u8],
+        start: usize,
+        end: usize,
+        depth: usize,
+        path: u64,
+        refs: &mut Vec<(Found, u32)>,
+        defs: &mut Vec<Found>,
+    ) -> io::Result<()> {
+        let v = &b[start..end];
+        if v.len() < self.min.max(2) || !matches!(v[0], b'"' | b'{' | b'[') {
+            return Ok(());
+        }
+        let crc = crc32fast::hash(v);
+        let key = key(crc, v.len());
+        let mut defined = None;
+        match self.defs.get(&key).copied() {
+            // In this frame (this line included: a reader keeps a line's definitions once
+            // the line is whole): zstd sees the repeat, and does better with it.
+            Some(d) if d.frame >= self.frame && d.literal => return Ok(()),
+            Some(d) if d.frame == u64::MAX => {}
+            Some(Def { id, .. }) => {
+                self.scratch.clear();
+                if self.store.get(id, &mut self.scratch)? && self.scratch == v {
+                    refs.push((
+                        Found {
+                            start,
+                            end,
+                            id,
+                            prefix: false,
+                        },
+                        crc,
+                    ));
+                    self.refs += 1;
+                    self.bytes_referenced += v.len() as u64;
+                    return Ok(());
+                }
+            }
+            None if self.repeated.contains(&key)
+                || self.seen.get(&key).is_some_and(|&f| f < self.frame) =>
+            {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.store.put(id, v)?;
+                // Until the line is written its frame is a guess; `placed` corrects it.
+                self.defs.insert(
+                    key,
+                    Def {
+                        id,
+                        frame: u64::MAX,
+                        literal: true,
+                    },
+                );
+                defined = Some(key);
+                self.last_defs.push(key);
+                self.remember(v.len())?;
+                defs.push(Found {
+                    start,
+                    end,
+                    id,
+                    prefix: false,
+                });
+            }
+            None => {
+                if !self.seen.contains_key(&key) {
+                    self.seen.insert(key, self.frame);
+                    self.remember(v.len())?;
+                }
+            }
+        }
+        if v[0] == b'"' || depth >= MAX_DEPTH {
+            return Ok(());
+        }
+        let refs_before = refs.len();
+        let from = if v[0] == b'[' && v.len() >= ARRAY_MIN {
+            self.array(b, start, end, path, refs, defs)?
+        } else {
+            start
+        };
+        for (k, s, e) in children(b, start, end) {
+            if s >= from {
+                self.walk(b, s, e, depth + 1, child_path(path, k), refs, defs)?;
+            }
+        }
+        // A definition with refs inside is not there as bytes for zstd to see.
+        if let Some(key) = defined
+            && refs.len() > refs_before
+            && let Some(d) = self.defs.get_mut(&key)
+        {
+            d.literal = false;
+        }
+        Ok(())
+    }
+
+    /// An array that is not a repeat: when the last array at the same path (in an earlier
+    /// frame) begins with the same elements, those are written as a ref to its first
+    /// bytes, `[0`. A history that grows by one message a step (Claude Code's
+    /// `normalizedMessages`) then costs one message a step. The array is defined for the
+    /// next one at its path. Returns where the elements still to be looked into begin.
+    fn array(
+        &mut self,
+        b: &[u8],
+        start: usize,
+        end: usize,
+        path: u64,
+        refs: &mut Vec<(Found, u32)>,
+        defs: &mut Vec<Found>,
+    ) -> io::Result<usize> {
+        let v = &b[start..end];
+        let mut from = start;
+        // Always, in this frame too: the last array is itself mostly a ref, so zstd does
+        // not see its bytes. Not within one line: its definitions are not read yet.
+        if let Some(&(last, frame)) = self.arrays.get(&path)
+            && frame != u64::MAX
+        {
+            self.scratch.clear();
+            if self.store.get(last, &mut self.scratch)? {
+                let same = v
+                    .iter()
+                    .zip(&self.scratch)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                // The end of the last element both share: a `,` of this array (the arrays
+                // are the same bytes up to it, so the last one has an element end there).
+                let cut = children(b, start, end)
+                    .map(|(_, _, e)| e - start)
+                    .take_while(|&e| e <= same)
+                    .last()
+                    .filter(|&e| e >= self.min.max(2) && v[e] == b',');
+                if let Some(cut) = cut {
+                    let crc = crc32fast::hash(&v[..cut]);
+                    let found = Found {
+                        start,
+                        end: start + cut,
+                        id: last,
+                        prefix: true,
+                    };
+                    refs.push((found, crc));
+                    self.refs += 1;
+                    self.bytes_referenced += cut as u64;
+                    from = start + cut;
+                }
+            }
+        }
+        let id = match defs.last() {
+            Some(d) if d.start == start && d.end == end => d.id,
+            _ => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.store.put(id, v)?;
+                self.remember(v.len())?;
+                defs.push(Found {
+                    start,
+                    end,
+                    id,
+                    prefix: false,
+                });
+                id
+            }
+        };
+        self.arrays.insert(path, (id, u64::MAX));
+        self.last_arrays.push(path);
+        Ok(from)
+    }
+
+    /// The line just written went into `frame`: so did what it defined.
+    fn placed(&mut self, frame: u64) {
+        for key in self.last_defs.drain(..) {
+            if let Some(d) = self.defs.get_mut(&key) {
+                d.frame = frame;
+            }
+        }
+        for path in self.last_arrays.drain(..) {
+            if let Some(a) = self.arrays.get_mut(&path) {
+                a.1 = frame;
+            }
+        }
+    }
+
+    /// Counts `n` more bytes remembered; past the window, forgets everything (a reader
+    /// keeps every definition, so forgetting is always safe, only less thorough).
+    fn remember(&mut self, n: usize) -> io::Result<()> {
+        self.remembered += n as u64;
+        if self.remembered > self.window {
+            self.seen.clear();
+            self.defs.clear();
+            self.arrays.clear();
+            self.store.clear()?;
+            self.remembered = 0;
+        }
+        Ok(())
+    }
+}
+
+/// A value's hash-table key: its crc32 and length. Two different values with one key only
+/// cost a wasted definition, or a comparison that fails: bytes are compared before any
+/// reference is written.
+fn key(crc: u32, len: usize) -> u64 {
+    u64::from(crc) | (len as u64) << 32
+}
+
+/// The values directly inside the container `b[start..end]`: an object's member values or
+/// an array's elements, as ranges, each with the crc32 of its raw key (0 in an array).
+/// Stops at anything malformed.
+fn children(b: &[u8], start: usize, end: usize) -> impl Iterator<Item = (u32, usize, usize)> + '_ {
+    let object = b[start] == b'{';
+    let mut i = start + 1;
+    std::iter::from_fn(move || {
+        i = json::skip_ws(b, i);
+        if i >= end - 1 {
+            return None;
+        }
+        if b[i] == b',' {
+            i = json::skip_ws(b, i + 1);
+        }
+        let mut key = 0;
+        if object {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = json::string_end(b, i)?;
+            key = crc32fast::hash(&b[i..key_end]);
+            i = json::skip_ws(b, key_end);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i = json::skip_ws(b, i + 1);
+        }
+        let s = i;
+        let e = json::skip_value(b, s).filter(|&e| e < end)?;
+        i = e;
+        Some((key, s, e))
+    })
+}
+
+/// The path of a member `key` (or an array element, key 0) of the value at `parent`.
+fn child_path(parent: u64, key: u32) -> u64 {
+    (parent ^ u64::from(key))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(29)
+}
+
+impl Found {
+    fn placeholder(&self) -> &'static [u8] {
+        if self.prefix { b"[0" } else { b"0" }
+    }
+}
+
+/// Writes `line` as an interned line: refs replaced by `0`, their places and the defs'.
+fn write_interned<W: Write + ?Sized>(
+    line: &[u8],
+    refs: &[(Found, u32)],
+    defs: &[Found],
+    out: &mut W,
+) -> io::Result<()> {
+    let mut head = Vec::with_capacity(64 + 24 * (refs.len() + defs.len()));
+    head.extend_from_slice(PREFIX);
+    for (k, d) in defs.iter().enumerate() {
+        let sep = if k == 0 { "" } else { "," };
+        write!(head, "{sep}[{},{},{}]", d.start, d.end - d.start, d.id)?;
+    }
+    head.extend_from_slice(b"],\"refs\":[");
+    // Each ref shrinks the stored line by its length less the one byte of `0`.
+    let mut shrunk = 0;
+    for (k, (r, crc)) in refs.iter().enumerate() {
+        let sep = if k == 0 { "" } else { "," };
+        let len = r.end - r.start;
+        write!(head, "{sep}[{},{},{len},{crc}]", r.start - shrunk, r.id)?;
+        shrunk += len - r.placeholder().len();
+    }
+    head.extend_from_slice(b"],\"line\":");
+    out.write_all(&head)?;
+    let mut copied = 0;
+    for (r, _) in refs {
+        out.write_all(&line[copied..r.start])?;
+        out.write_all(r.placeholder())?;
+        copied = r.end;
+    }
+    out.write_all(&line[copied..])?;
+    out.write_all(b"}")
+}
+
+/// Where lines land, as far as the interner needs to know: zstd already sees a repeat
+/// within a frame, so only a value defined in an earlier frame is referenced.
+pub trait Framed: Write {
+    /// The frame the next line goes into, at the earliest.
+    fn next_frame(&self) -> u64;
+    /// The frame the last whole line written went into.
+    fn last_line_frame(&self) -> u64;
+}
+
+/// Plain bytes, as tests use them: every line a frame of its own.
+impl Framed for Vec<u8> {
+    fn next_frame(&self) -> u64 {
+        memchr::memchr_iter(b'\n', self).count() as u64
+    }
+
+    fn last_line_frame(&self) -> u64 {
+        self.next_frame().saturating_sub(1)
+    }
+}
+
+/// A [`Write`] that interns each whole line written through it; a last line without a
+/// newline is passed on as it is at [`InternWriter::finish`].
+pub struct InternWriter<W: Framed> {
+    inner: W,
+    writer: Writer,
+    pending: Vec<u8>,
+}
+
+impl<W: Framed> InternWriter<W> {
+    pub fn new(inner: W, writer: Writer) -> InternWriter<W> {
+        InternWriter {
+            inner,
+            writer,
+            pending: Vec::new(),
+        }
+    }
+
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// References written, and the bytes they stand for.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.writer.refs, self.writer.bytes_referenced)
+    }
+
+    /// The interner, for its survey ([`Writer::survey`]).
+    pub fn writer_mut(&mut self) -> &mut Writer {
+        &mut self.writer
+    }
+
+    /// Passes on a last line without newline and hands the output back.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.inner.write_all(&self.pending)?;
+        Ok(self.inner)
+    }
+}
+
+impl<W: Framed> Write for InternWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while let Some(k) = memchr::memchr(b'\n', rest) {
+            let line: &[u8] = if self.pending.is_empty() {
+                &rest[..k]
+            } else {
+                self.pending.extend_from_slice(&rest[..k]);
+                &self.pending
+            };
+            let line = line.to_vec();
+            self.pending.clear();
+            self.writer.frame = self.inner.next_frame();
+            self.writer.line(&line, &mut self.inner)?;
+            self.inner.write_all(b"\n")?;
+            self.writer.placed(self.inner.last_line_frame());
+            rest = &rest[k + 1..];
+        }
+        self.pending.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pack(lines: &[&[u8]], min: usize, window: u64) -> Vec<u8> {
+        let mut w = InternWriter::new(Vec::new(), Writer::new(min, window));
+        for l in lines {
+            w.write_all(l).unwrap();
+            w.write_all(b"\n").unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn unpack(packed: &[u8]) -> Result<Vec<u8>, Error> {
+        let mut r = Reader::default();
+        let mut out = Vec::new();
+        let mut line = Vec::new();
+        for l in packed.split_inclusive(|&b| b == b'\n') {
+            let l = l.strip_suffix(b"\n").unwrap_or(l);
+            if is_interned(l) {
+                r.read(l, &mut line)?;
+                out.extend_from_slice(&line);
+            } else {
+                out.extend_from_slice(l);
+            }
+            out.push(b'\n');
+        }
+        Ok(out)
+    }
+
+    fn big(tag: &str) -> String {
+        format!("\"{}\"", tag.repeat(300 / tag.len().max(1) + 1))
+    }
+
+    #[test]
+    fn the_third_copy_is_a_reference() {
+        let v = big("abc");
+        let lines: Vec<String> = (0..4)
+            .map(|i| format!(r#"{{"n":{i},"x":{{"y":{v}}}}}"#))
+            .collect();
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let packed = pack(&refs, 256, DEFAULT_WINDOW);
+        let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
+        assert_eq!(out[0], refs[0]);
+        // The second copy defines the value (here `x`, and `y` inside it); the third
+        // refers to it.
+        assert!(is_interned(out[1]) && out[1].len() > refs[1].len());
+        assert!(
+            is_interned(out[2]) && out[2].len() < 120,
+            "{}",
+            String::from_utf8_lossy(out[2])
+        );
+        let want: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| l.bytes().chain([b'\n']))
+            .collect();
+        assert_eq!(unpack(&packed).unwrap(), want);
+    }
+
+    #[test]
+    fn a_growing_history_refers_to_the_last_one() {
+        let lines: Vec<String> = (1..30)
+            .map(|k| {
+                let hist: Vec<String> = (0..k)
+                    .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(200 + i)))
+                    .collect();
+                format!(r#"{{"step":{k},"hist":[{}]}}"#, hist.join(","))
+            })
+            .collect();
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let packed = pack(&refs, 256, DEFAULT_WINDOW);
+        let want: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| l.bytes().chain([b'\n']))
+            .collect();
+        assert_eq!(unpack(&packed).unwrap(), want);
+        // Once the history passes ARRAY_MIN, each line holds its newest message and a ref
+        // to the rest: it stops growing.
+        for (k, line) in packed.split(|&b| b == b'\n').enumerate().skip(20).take(9) {
+            assert!(line.windows(9).any(|w| w == b"\"hist\":[0"), "line {k}");
+            assert!(line.len() < 600, "line {k}: {} bytes", line.len());
+        }
+    }
+
+    #[test]
+    fn a_line_that_looks_interned_is_wrapped() {
+        let l: &[u8] = br#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":{}}"#;
+        let packed = pack(&[l], 256, DEFAULT_WINDOW);
+        assert_ne!(&packed[..packed.len() - 1], l);
+        assert_eq!(unpack(&packed).unwrap(), [l, b"\n"].concat());
+    }
+
+    #[test]
+    fn a_missing_or_wrong_definition_is_an_error_not_a_line() {
+        let v = big("q");
+        let lines: Vec<String> = (0..3).map(|i| format!(r#"{{"n":{i},"v":{v}}}"#)).collect();
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let packed = pack(&refs, 256, DEFAULT_WINDOW);
+        let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
+        // Without the defining line.
+        let mut r = Reader::default();
+        let mut buf = Vec::new();
+        assert!(matches!(r.read(out[2], &mut buf), Err(Error::Missing(0))));
+        // With a definition of other bytes under the same id.
+        let forged = String::from_utf8(out[1].to_vec())
+            .unwrap()
+            .replace('q', "r");
+        r.read(forged.as_bytes(), &mut buf).unwrap();
+        assert!(matches!(r.read(out[2], &mut buf), Err(Error::Mismatch(0))));
+    }
+
+    #[test]
+    fn malformed_headers_are_errors() {
+        let mut r = Reader::default();
+        let mut buf = Vec::new();
+        for bad in [
+            &br#"{"type":"sess-interned","v":1,"defs":["#[..],
+            br#"{"type":"sess-interned","v":1,"defs":[],"refs":[[0,0,1,0]],"line":x}"#,
+            br#"{"type":"sess-interned","v":1,"defs":[[5,1,0]],"refs":[],"line":{}}"#,
+            br#"{"type":"sess-interned","v":2,"defs":[],"refs":[],"line":{}}"#,
+            br#"{"type":"sess-interned","v":1,"defs":[],"refs":[[9,0,1,0]],"line":{}}"#,
+        ] {
+            assert!(
+                matches!(r.read(bad, &mut buf), Err(Error::Malformed(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_window_smaller_than_the_values_forgets_them() {
+        let v = big("w");
+        let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"n":{i},"v":{v}}}"#)).collect();
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let packed = pack(&refs, 256, 100);
+        assert!(!packed.starts_with(PREFIX) && !packed.windows(PREFIX.len()).any(|w| w == PREFIX));
+    }
+
+    /// Lines built from a few pools of values, nested and repeated at random depths and
+    /// distances, with odd spellings.
+    fn jsonl() -> impl Strategy<Value = Vec<String>> {
+        let atom = prop_oneof![
+            Just("1.0e2".to_string()),
+            Just("-0".to_string()),
+            Just(r#""\ud800 lone""#.to_string()),
+            Just(r#""é \"q\" \\""#.to_string()),
+            "[a-z]{0,5}".prop_map(|s| format!("\"{s}\"")),
+            (0..600usize).prop_map(|n| format!("\"{}\"", "x".repeat(n))),
+        ];
+        let pool = prop::collection::vec(atom, 1..6);
+        (
+            pool,
+            prop::collection::vec(
+                prop::collection::vec((0..6usize, 0..4usize, any::<bool>()), 1..6),
+                1..30,
+            ),
+        )
+            .prop_map(|(pool, shapes)| {
+                shapes
+                    .iter()
+                    .map(|fields| {
+                        let members: Vec<String> = fields
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &(p, depth, arr))| {
+                                let mut v = pool[p % pool.len()].clone();
+                                for d in 0..depth {
+                                    v = if arr {
+                                        format!("[{v}, {d}]")
+                                    } else {
+                                        format!("{{\"k{d}\" : {v}}}")
+                                    };
+                                }
+                                format!("\"f{k}\":{v}")
+                            })
+                            .collect();
+                        format!("{{{}}}", members.join(","))
+                    })
+                    .collect()
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_byte_for_byte(lines in jsonl(), min in 2usize..400, window in prop_oneof![Just(DEFAULT_WINDOW), 0u64..4000]) {
+            let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+            let packed = pack(&refs, min, window);
+            let want: Vec<u8> = lines.iter().flat_map(|l| l.bytes().chain([b'\n'])).collect();
+            prop_assert_eq!(unpack(&packed).unwrap(), want);
+        }
+
+        #[test]
+        fn random_bytes_round_trip(lines in prop::collection::vec(prop::collection::vec(prop_oneof![Just(b'{'), Just(b'}'), Just(b'"'), Just(b'['), Just(b']'), Just(b','), Just(b':'), Just(b'\\'), Just(b'a')], 0..700), 1..8)) {
+            let lines: Vec<Vec<u8>> = lines.into_iter().map(|mut l| { l.retain(|&b| b != b'\n'); l }).collect();
+            let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+            let packed = pack(&refs, 2, DEFAULT_WINDOW);
+            let want: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect();
+            prop_assert_eq!(unpack(&packed).unwrap(), want);
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Interned lines through the commands: readers that seek get the definitions they need,
+//! and damage to a frame holding definitions loses the lines that need them, reported,
+//! never a wrong line.
+
+mod common;
+
+use common::{sess, stdout_ok};
+
+/// A log whose `hist` grows by one message a line (Claude Code's `normalizedMessages`),
+/// with a repeated blob: in small frames, most of it is interned.
+fn growing_log() -> Vec<u8> {
+    let blob = "b".repeat(3000);
+    let mut out = String::new();
+    for k in 1..80 {
+        let hist: Vec<String> = (0..k)
+            .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(150 + i % 7)))
+            .collect();
+        out.push_str(&format!(
+            "{{\"seq\":{k},\"type\":\"step\",\"blob\":\"{blob}\",\"hist\":[{}]}}\n",
+            hist.join(",")
+        ));
+    }
+    out.into_bytes()
+}
+
+fn lines(b: &[u8]) -> Vec<&[u8]> {
+    b.split_inclusive(|&c| c == b'\n').collect()
+}
+
+fn pack_small_frames(dir: &std::path::Path, log: &[u8]) -> std::path::PathBuf {
+    let input = dir.join("log.jsonl");
+    std::fs::write(&input, log).unwrap();
+    let packed = dir.join("log.jsonl.zst");
+    sess()
+        .args(["pack", "--frame-size", "16384", "-o"])
+        .arg(&packed)
+        .arg(&input)
+        .assert()
+        .success();
+    packed
+}
+
+#[test]
+fn interned_logs_read_back_whole_and_by_seeking() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    let packed = pack_small_frames(dir.path(), &log);
+    let z = std::fs::read(&packed).unwrap();
+    let inner = zstd::decode_all(&z[..]).unwrap();
+    assert!(
+        lines(&inner)
+            .iter()
+            .filter(|l| sess::intern::is_interned(l))
+            .count()
+            > 40,
+        "interned lines"
+    );
+    assert!(z.len() * 20 < log.len(), "{} of {}", z.len(), log.len());
+    assert_eq!(stdout_ok(sess().arg("unpack").arg(&packed)), log);
+    // Seeking reads the frames it needs and the definitions they refer to: the same
+    // answer as reading the plain log through.
+    let plain = dir.path().join("log.jsonl");
+    for args in [&["cat", "--tail", "3"][..], &["cat", "--seq", "40..45"]] {
+        let seek = stdout_ok(sess().args(args).arg(&packed));
+        let through = stdout_ok(sess().args(args).arg(&plain));
+        assert!(seek == through && !seek.is_empty(), "{args:?}");
+    }
+    let all = lines(&log);
+    let tail = stdout_ok(sess().args(["cat", "--tail", "3"]).arg(&packed));
+    assert!(tail == all[all.len() - 3..].concat());
+    sess().arg("verify").arg(&packed).assert().success();
+}
+
+#[test]
+fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    let packed = pack_small_frames(dir.path(), &log);
+    let mut z = std::fs::read(&packed).unwrap();
+    // A flipped bit in the first frame, which defines what the later lines refer to.
+    z[40] ^= 0x10;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let out = sess().arg("unpack").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = sess()
+        .args(["cat", "--recovery", "skip-corrupt"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let kept = lines(&out.stdout);
+    let original = lines(&log);
+    // Lost: the first frame's lines, and the later lines that refer to what it defined,
+    // each named on stderr.
+    assert!(kept.len() < original.len() && !kept.is_empty());
+    assert!(err.contains("not defined before it"), "{err}");
+    let named = err.matches("the line is skipped").count();
+    assert!(named > 0);
+    // Every line written is a line of the log, in order.
+    let mut at = 0;
+    for l in &kept {
+        let k = original[at..]
+            .iter()
+            .position(|o| o == l)
+            .unwrap_or_else(|| panic!("a line not in the log: {}", String::from_utf8_lossy(l)));
+        at += k + 1;
+    }
+}
