@@ -706,9 +706,15 @@ impl<W: Framed> InternWriter<W> {
         &mut self.writer
     }
 
-    /// Passes on a last line without newline and hands the output back.
+    /// Passes on a last line without newline and hands the output back. Readers rebuild
+    /// such a line when it is whole JSON (and leave a torn one as it is), so one that looks
+    /// interned is wrapped then.
     pub fn finish(mut self) -> io::Result<W> {
-        self.inner.write_all(&self.pending)?;
+        if is_interned(&self.pending) && json::validate(&self.pending).is_ok() {
+            write_interned(&self.pending, &[], &[], &mut self.inner)?;
+        } else {
+            self.inner.write_all(&self.pending)?;
+        }
         Ok(self.inner)
     }
 }

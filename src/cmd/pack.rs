@@ -29,7 +29,7 @@ by one message a step as a reference to the last one plus the new message; with 
 when --intern-min is given, so that plain output stays DeepSeek Harness's). Write the \
 result as independent zstd frames, each holding whole lines and a content checksum, \
 followed by an index of the frames (crc32 of each) in a zstd skippable frame; a log that \
-fits in one frame is that frame alone, at the better of --level and level 19, and holds \
+fits in one frame is that frame alone, at the better of --level and level 9, and holds \
 the input as it was when that is smaller. Stock 'zstd -dc' reads the output as plain \
 packed JSONL. --plain writes packed JSONL instead.\n\n\
 Byte-exact: 'sess unpack' of the output reproduces the input byte for byte. An event is \

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Long-range dedup: sess pack against zstd -3 and zstd -19 --long=31 on the same generated
+# logs, in the same run: size, time, peak memory, and the round trip.
+#   bash bench/dedup.sh             (SIZE=64M for a quicker run; the issue asks for 1G;
+#                                    KINDS="claude-code codex pi-old" to choose)
+# zstd -19 --long=31 takes minutes per GiB; it is the size to beat, not the speed.
+source "$(dirname "$0")/lib.sh"
+SIZE=${SIZE:-1G}
+KINDS=${KINDS:-claude-code codex pi-old}
+build
+for kind in $KINDS; do
+  log=$OUT/$kind-$SIZE.jsonl
+  gen "$log" "$kind" "$SIZE"
+  bytes=$(stat -c %s "$log")
+  echo "== $kind: $bytes bytes, longest line $(longest_line "$log") bytes"
+  cat "$log" >/dev/null
+  measure "sess pack" "$bytes" "$SESS" pack --quiet "$log"
+  sp=$LAST_SECONDS
+  cp "$LAST_OUTPUT" "$OUT/$kind-$SIZE.sess.zst"
+  echo "  size $(stat -c %s "$OUT/$kind-$SIZE.sess.zst")"
+  measure "sess unpack" "$bytes" "$SESS" unpack --quiet "$OUT/$kind-$SIZE.sess.zst"
+  cmp -s "$LAST_OUTPUT" "$log" && echo "  byte-exact" || echo "  MISMATCH"
+  measure "zstd -3" "$bytes" zstd -3 -q -c "$log"
+  echo "  size $(stat -c %s "$LAST_OUTPUT")"
+  measure "zstd -19 --long=31" "$bytes" zstd -19 --long=31 -q -c "$log"
+  echo "  size $(stat -c %s "$LAST_OUTPUT")"
+  ratio "sess pack faster than zstd -19 --long=31" "$LAST_SECONDS" "$sp"
+done
