@@ -410,9 +410,7 @@ impl Writer {
             None if self.repeated.contains(&key)
                 || self.seen.get(&key).is_some_and(|&f| f < self.frame) =>
             {
-                let id = self.next_id;
-                self.next_id += 1;
-                self.store.put(id, v)?;
+                let id = self.define(b, start, end, defs)?;
                 // Until the line is written its frame is a guess; `placed` corrects it.
                 self.defs.insert(
                     key,
@@ -424,13 +422,6 @@ impl Writer {
                 );
                 defined = Some(key);
                 self.last_defs.push(key);
-                self.remember(v.len())?;
-                defs.push(Found {
-                    start,
-                    end,
-                    id,
-                    prefix: false,
-                });
             }
             None => {
                 if !self.seen.contains_key(&key) {
@@ -515,23 +506,32 @@ impl Writer {
         }
         let id = match defs.last() {
             Some(d) if d.start == start && d.end == end => d.id,
-            _ => {
-                let id = self.next_id;
-                self.next_id += 1;
-                self.store.put(id, v)?;
-                self.remember(v.len())?;
-                defs.push(Found {
-                    start,
-                    end,
-                    id,
-                    prefix: false,
-                });
-                id
-            }
+            _ => self.define(b, start, end, defs)?,
         };
         self.arrays.insert(path, (id, u64::MAX));
         self.last_arrays.push(path);
         Ok(from)
+    }
+
+    /// Defines `b[start..end]` under a new id, for the line's header and later refs.
+    fn define(
+        &mut self,
+        b: &[u8],
+        start: usize,
+        end: usize,
+        defs: &mut Vec<Found>,
+    ) -> io::Result<u64> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.store.put(id, &b[start..end])?;
+        self.remember(end - start)?;
+        defs.push(Found {
+            start,
+            end,
+            id,
+            prefix: false,
+        });
+        Ok(id)
     }
 
     /// The line just written went into `frame`: so did what it defined.
