@@ -50,6 +50,10 @@ pub const MAX_LINE: usize = 1 << 32;
 /// one is defined for the next, which costs its header even when nothing refers to it.
 const ARRAY_MIN: usize = 4096;
 
+/// The longest chain of `[0` refs (each to the array before at its path) before an array
+/// is written whole again.
+const CHAIN: u32 = 16;
+
 /// Nesting below this depth is not looked into (the scanner recurses).
 const MAX_DEPTH: usize = 64;
 
@@ -151,21 +155,27 @@ impl Reader {
         let mut copied = 0;
         for &[at, id, len, crc] in &header.refs {
             let at = usize::try_from(at).unwrap_or(usize::MAX);
-            let whole = stored.get(at) == Some(&b'0');
-            let prefix = stored.get(at..at + 2) == Some(b"[0");
+            let rest = stored.get(at..).unwrap_or_default();
+            let whole = rest.first() == Some(&b'0');
+            let prefix = rest.starts_with(b"[0");
             if at < copied || !(whole || prefix) {
                 return Err(Error::Malformed(format!(
                     "a ref at {at} is out of order or not at a 0 or [0"
                 )));
             }
-            if out.len() as u64 + len > MAX_LINE as u64 {
+            let grown = (out.len() as u64)
+                .checked_add((at - copied) as u64)
+                .and_then(|n| n.checked_add(len));
+            if grown.is_none_or(|n| n > MAX_LINE as u64) {
                 return Err(Error::Malformed(format!(
                     "the line would be longer than {MAX_LINE} bytes"
                 )));
             }
             out.extend_from_slice(&stored[copied..at]);
             let start = out.len();
-            if !self.store.get_prefix(id, len as usize, out)? {
+            // A `0` stands for the whole value, a `[0` for its first `len` bytes.
+            let most = if whole { usize::MAX } else { len as usize };
+            if !self.store.get_prefix(id, most, out)? {
                 return Err(Error::Missing(id));
             }
             let got = &out[start..];
@@ -243,8 +253,9 @@ pub struct Writer {
     scratch: Vec<u8>,
     /// The keys the last line defined, to be placed in their frame.
     last_defs: Vec<u64>,
-    /// The last array at each path (a hash of its keys): its id and frame.
-    arrays: HashMap<u64, (u64, u64)>,
+    /// The last array at each path (a hash of its keys): its id, its frame, and how many
+    /// `[0` refs lead from it to an array written whole.
+    arrays: HashMap<u64, (u64, u64, u32)>,
     /// The paths of the arrays the last line defined.
     last_arrays: Vec<u64>,
 }
@@ -472,8 +483,13 @@ impl Writer {
         let mut from = start;
         // Always, in this frame too: the last array is itself mostly a ref, so zstd does
         // not see its bytes. Not within one line: its definitions are not read yet.
-        if let Some(&(last, frame)) = self.arrays.get(&path)
+        // A chain of `[0` refs would make one lost frame cost every later array at the
+        // path: every CHAIN-th array is written whole, so damage reaches CHAIN arrays
+        // further at most.
+        let mut depth = 0;
+        if let Some(&(last, frame, d)) = self.arrays.get(&path)
             && frame != u64::MAX
+            && d + 1 < CHAIN
         {
             self.scratch.clear();
             if self.store.get(last, &mut self.scratch)? {
@@ -501,6 +517,7 @@ impl Writer {
                     self.refs += 1;
                     self.bytes_referenced += cut as u64;
                     from = start + cut;
+                    depth = d + 1;
                 }
             }
         }
@@ -508,7 +525,7 @@ impl Writer {
             Some(d) if d.start == start && d.end == end => d.id,
             _ => self.define(b, start, end, defs)?,
         };
-        self.arrays.insert(path, (id, u64::MAX));
+        self.arrays.insert(path, (id, u64::MAX, depth));
         self.last_arrays.push(path);
         Ok(from)
     }
@@ -868,6 +885,9 @@ mod tests {
             br#"{"type":"sess-interned","v":1,"defs":[[5,1,0]],"refs":[],"line":{}}"#,
             br#"{"type":"sess-interned","v":2,"defs":[],"refs":[],"line":{}}"#,
             br#"{"type":"sess-interned","v":1,"defs":[],"refs":[[9,0,1,0]],"line":{}}"#,
+            // Numbers at the edge of u64: no arithmetic may overflow.
+            br#"{"type":"sess-interned","v":1,"defs":[],"refs":[[18446744073709551615,0,0,0]],"line":0}"#,
+            br#"{"type":"sess-interned","v":1,"defs":[[18446744073709551615,18446744073709551615,0]],"refs":[],"line":0}"#,
         ] {
             assert!(
                 matches!(r.read(bad, &mut buf), Err(Error::Malformed(_))),

@@ -108,3 +108,36 @@ fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
         at += k + 1;
     }
 }
+
+#[test]
+fn a_path_that_reads_once_is_packed_whole() {
+    // /dev/stdin on a pipe: the first pass that finds repeats must not eat the input.
+    let log = growing_log();
+    let packed = sess()
+        .args(["pack", "/dev/stdin"])
+        .write_stdin(log.clone())
+        .output()
+        .unwrap();
+    assert!(packed.status.success());
+    assert!(stdout_ok(sess().arg("unpack").write_stdin(packed.stdout)) == log);
+}
+
+#[test]
+fn input_lines_that_read_as_interned_stay_what_they_read_as() {
+    // Such a line stands for the line it rebuilds (itself an interned-looking line here);
+    // packing must keep what a reader of the input sees, one frame or not.
+    let p = r#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":"#;
+    let log = format!("{p}{p}{{\"k\":1}}}}}}\n{p}{p}{{\"k\":2}}}}}}\n");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("w.jsonl");
+    std::fs::write(&f, &log).unwrap();
+    let seen = stdout_ok(sess().arg("cat").arg(&f));
+    let packed = dir.path().join("w.zst");
+    sess()
+        .args(["pack", "-o"])
+        .arg(&packed)
+        .arg(&f)
+        .assert()
+        .success();
+    assert_eq!(stdout_ok(sess().arg("cat").arg(&packed)), seen);
+}

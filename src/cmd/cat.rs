@@ -87,8 +87,15 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         seq: args.seq,
     };
     let mut sink = args.io.sink()?;
+    // Seeking reads frames as they are: under skip-corrupt (which can skip lines of
+    // interned logs) the whole file is read through instead.
+    let skip_corrupt = args.io.open_options(g).recovery == sess::frames::Recovery::SkipCorrupt;
     let seekable = match &inputs[..] {
-        [Input::Path(p)] if args.lines.is_none() && (args.tail.is_some() || args.seq.is_some()) => {
+        [Input::Path(p)]
+            if args.lines.is_none()
+                && !skip_corrupt
+                && (args.tail.is_some() || args.seq.is_some()) =>
+        {
             Seekable::open(p).with_context(|| format!("{}: cannot read", p.display()))?
         }
         _ => None,

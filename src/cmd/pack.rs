@@ -136,7 +136,13 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let mut events = 0u64;
         // Files can be read twice: a first pass finds the values that repeat, so that
         // each is defined where it first occurs.
-        if interning.min > 0 && inputs.iter().all(|i| i.path().is_some()) {
+        // Regular files only: a FIFO or /dev/stdin named as a path reads once.
+        let rereadable = inputs.iter().all(|i| {
+            i.path()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .is_some_and(|m| m.is_file())
+        });
+        if interning.min > 0 && rereadable {
             let interner = out.interner();
             let opts = OpenOptions {
                 quiet: true,
@@ -166,7 +172,13 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                         if ev.line.ending == Ending::Newline {
                             s.push(b'\n');
                         }
-                        if s.len() > args.frame_size as usize {
+                        // Not the same log once read again: a line that reads as interned
+                        // (the packed lines wrap it), or an input's last line without a
+                        // newline, which the next input's first line would join.
+                        if s.len() > args.frame_size as usize
+                            || sess::intern::is_interned(ev.line.bytes)
+                            || ev.line.ending != Ending::Newline && inputs.len() > 1
+                        {
                             same = None;
                         }
                     }
