@@ -148,8 +148,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 quiet: true,
                 ..args.io.open_options(g)
             };
-            super::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
-                interner.survey(ev.bytes);
+            // Lines, not events: rows need not be expanded to count repeats, and the
+            // second pass is the one that warns about the input.
+            super::each_line(&inputs, opts, |_, line| {
+                interner.survey(line.bytes);
                 Ok(Flow::More)
             })?;
             interner.surveyed();
