@@ -445,12 +445,14 @@ impl Writer {
             return Ok(());
         }
         let refs_before = refs.len();
+        // Scanned once: an array's prefix ref needs its element ends too.
+        let kids: Vec<(u32, usize, usize)> = children(b, start, end).collect();
         let from = if v[0] == b'[' && v.len() >= ARRAY_MIN {
-            self.array(b, start, end, path, refs, defs)?
+            self.array(b, start, end, &kids, path, refs, defs)?
         } else {
             start
         };
-        for (k, s, e) in children(b, start, end) {
+        for &(k, s, e) in &kids {
             if s >= from {
                 self.walk(b, s, e, depth + 1, child_path(path, k), refs, defs)?;
             }
@@ -470,11 +472,13 @@ impl Writer {
     /// bytes, `[0`. A history that grows by one message a step (Claude Code's
     /// `normalizedMessages`) then costs one message a step. The array is defined for the
     /// next one at its path. Returns where the elements still to be looked into begin.
+    #[allow(clippy::too_many_arguments)]
     fn array(
         &mut self,
         b: &[u8],
         start: usize,
         end: usize,
+        kids: &[(u32, usize, usize)],
         path: u64,
         refs: &mut Vec<(Found, u32)>,
         defs: &mut Vec<Found>,
@@ -500,8 +504,9 @@ impl Writer {
                     .count();
                 // The end of the last element both share: a `,` of this array (the arrays
                 // are the same bytes up to it, so the last one has an element end there).
-                let cut = children(b, start, end)
-                    .map(|(_, _, e)| e - start)
+                let cut = kids
+                    .iter()
+                    .map(|&(_, _, e)| e - start)
                     .take_while(|&e| e <= same)
                     .last()
                     .filter(|&e| e >= self.min.max(2) && v[e] == b',');
