@@ -31,6 +31,35 @@ struct Carry {
     depth: u64,
 }
 
+/// The masks of a 64-byte block from `64 / LANES` compares per class, with the intrinsics
+/// of one vector width (SSE2's 16 lanes, AVX2's 32). Call inside `unsafe`, where those
+/// intrinsics are available.
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_masks {
+    ($block:expr, $lanes:expr, $bits:ty, $vec:ty, $load:ident, $set1:ident, $eq:ident,
+     $or:ident, $movemask:ident) => {{
+        let mut m = Masks {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        let (quote, backslash) = ($set1(b'"' as i8), $set1(b'\\' as i8));
+        let (open, close) = ($set1(b'{' as i8), $set1(b'}' as i8));
+        let bit5 = $set1(0x20);
+        for k in 0..64 / $lanes {
+            let v = $load($block.as_ptr().add($lanes * k).cast::<$vec>());
+            let folded = $or(v, bit5);
+            let bits = |x: $vec| u64::from($movemask(x) as $bits) << ($lanes * k);
+            m.quote |= bits($eq(v, quote));
+            m.backslash |= bits($eq(v, backslash));
+            m.open |= bits($eq(folded, open));
+            m.close |= bits($eq(folded, close));
+        }
+        m
+    }};
+}
+
 /// The end (one past the closing bracket) of the container opening at `b[i]`, as
 /// [`scalar_end`] finds it, or `None` when it does not close within `b`.
 pub fn container_end(b: &[u8], i: usize) -> Option<usize> {
@@ -55,31 +84,20 @@ unsafe fn container_end_avx2(b: &[u8], i: usize) -> Option<usize> {
     walk(
         b,
         i,
-        |block| {
-            let mut m = Masks {
-                quote: 0,
-                backslash: 0,
-                open: 0,
-                close: 0,
-            };
-            // SAFETY: AVX2 is enabled for this function; each unaligned load reads bytes
-            // 32k..32k+32 of the 64-byte block.
-            unsafe {
-                let (quote, backslash) =
-                    (_mm256_set1_epi8(b'"' as i8), _mm256_set1_epi8(b'\\' as i8));
-                let (open, close) = (_mm256_set1_epi8(b'{' as i8), _mm256_set1_epi8(b'}' as i8));
-                let bit5 = _mm256_set1_epi8(0x20);
-                for k in 0..2 {
-                    let v = _mm256_loadu_si256(block.as_ptr().add(32 * k).cast::<__m256i>());
-                    let folded = _mm256_or_si256(v, bit5);
-                    let bits = |x: __m256i| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * k);
-                    m.quote |= bits(_mm256_cmpeq_epi8(v, quote));
-                    m.backslash |= bits(_mm256_cmpeq_epi8(v, backslash));
-                    m.open |= bits(_mm256_cmpeq_epi8(folded, open));
-                    m.close |= bits(_mm256_cmpeq_epi8(folded, close));
-                }
-            }
-            m
+        // SAFETY: AVX2 is enabled for this function; each unaligned load reads bytes
+        // 32k..32k+32 of the 64-byte block.
+        |block| unsafe {
+            simd_masks!(
+                block,
+                32,
+                u32,
+                __m256i,
+                _mm256_loadu_si256,
+                _mm256_set1_epi8,
+                _mm256_cmpeq_epi8,
+                _mm256_or_si256,
+                _mm256_movemask_epi8
+            )
         },
         |x| {
             // The carry-less product of x and all ones has, at bit k, the parity of bits 0..=k.
@@ -206,29 +224,21 @@ impl<'a> Block<'a> {
 #[cfg(target_arch = "x86_64")]
 fn masks(block: &[u8; 64]) -> Masks {
     use std::arch::x86_64::*;
-    let mut m = Masks {
-        quote: 0,
-        backslash: 0,
-        open: 0,
-        close: 0,
-    };
     // SAFETY: SSE2 is part of the x86_64 baseline, so every intrinsic here is available;
     // each unaligned load reads bytes 16k..16k+16 of the 64-byte block.
     unsafe {
-        let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
-        let (open, close) = (_mm_set1_epi8(b'{' as i8), _mm_set1_epi8(b'}' as i8));
-        let bit5 = _mm_set1_epi8(0x20);
-        for k in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast::<__m128i>());
-            let folded = _mm_or_si128(v, bit5);
-            let bits = |x: __m128i| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k);
-            m.quote |= bits(_mm_cmpeq_epi8(v, quote));
-            m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
-            m.open |= bits(_mm_cmpeq_epi8(folded, open));
-            m.close |= bits(_mm_cmpeq_epi8(folded, close));
-        }
+        simd_masks!(
+            block,
+            16,
+            u16,
+            __m128i,
+            _mm_loadu_si128,
+            _mm_set1_epi8,
+            _mm_cmpeq_epi8,
+            _mm_or_si128,
+            _mm_movemask_epi8
+        )
     }
-    m
 }
 
 #[cfg(not(target_arch = "x86_64"))]
