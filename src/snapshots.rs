@@ -12,6 +12,9 @@
 //! short forms as in op lists). The encoder ([`SnapshotPacker`]) and decoder ([`expand`]) sit side
 //! by side. An event joins a row only if decoding its batch rebuilds its exact bytes, which
 //! the encoder checks before writing it, so unpacking is byte-exact by construction.
+//!
+//! A log written with `\r\n` line endings packs as well: its row says so with a last field,
+//! `"eol":"\r\n"`, and holds its events without the `\r`, which the decoder puts back.
 
 use std::io::{self, Write};
 
@@ -24,6 +27,10 @@ use crate::value::Value;
 
 /// How every snapshot-delta row starts: sess writes them only so.
 pub const PREFIX: &[u8] = br#"{"type":"snapshot-deltas","first":"#;
+
+/// The value of a row's last field, `eol`, when its events end in `\r` (a log written with
+/// `\r\n`).
+const CRLF: &[u8] = br#""\r\n""#;
 
 /// The most events one row holds: a damaged row loses at most this many.
 pub const MAX_RUN: usize = 4096;
@@ -58,11 +65,15 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
     })?;
     let fields: Vec<(&[u8], &[u8])> = json::members(line).collect();
     let keys: Vec<&[u8]> = fields.iter().map(|(k, _)| *k).collect();
-    if keys != [&b"type"[..], b"first", b"ops"] {
-        return Err(bad(
-            "a snapshot-deltas row must be exactly {type, first, ops}".into(),
-        ));
-    }
+    let cr = match keys[..] {
+        [b"type", b"first", b"ops"] => false,
+        [b"type", b"first", b"ops", b"eol"] if fields[3].1 == CRLF => true,
+        _ => {
+            return Err(bad(
+                r#"a snapshot-deltas row must be exactly {type, first, ops}, with "eol":"\r\n" last if its events end in \r"#.into(),
+            ));
+        }
+    };
     let (first, ops) = (fields[1].1, fields[2].1);
     let batches = match Value::parse(ops) {
         Ok(Value::Array(b)) => b,
@@ -73,7 +84,18 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
         }
     };
     let n = batches.len() + 1;
-    if !f(0, n, first).map_err(ExpandError::Visit)? {
+    // Each event as it was written: its `\r` back when the row says it had one.
+    let mut event = Vec::new();
+    let mut visit = |k: usize, bytes: &[u8]| {
+        if !cr {
+            return f(k, n, bytes).map_err(ExpandError::Visit);
+        }
+        event.clear();
+        event.extend_from_slice(bytes);
+        event.push(b'\r');
+        f(k, n, &event).map_err(ExpandError::Visit)
+    };
+    if !visit(0, first)? {
         return Ok(());
     }
     let mut value = Some(Value::parse(first).map_err(|e| bad(format!("its first event: {e}")))?);
@@ -87,7 +109,7 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
             apply(&mut value, op).map_err(|e| bad(format!("snapshot-deltas batch {k}: {e}")))?;
         }
         let bytes = value.as_ref().map(Value::to_json).unwrap_or_default();
-        if !f(k + 1, n, &bytes).map_err(ExpandError::Visit)? {
+        if !visit(k + 1, &bytes)? {
             return Ok(());
         }
     }
@@ -98,7 +120,9 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
 struct SnapshotRun {
     frame_type: String,
     key: Option<Vec<u8>>,
-    /// The first event's line, written back alone if no other event joins.
+    /// Whether its events end in `\r`: they are held without it, and all alike.
+    cr: bool,
+    /// The first event's line (without its `\r`), written back alone if no other joins.
     first: Vec<u8>,
     /// `,[batch],[batch]...` without the leading comma for the first.
     batches: Vec<u8>,
@@ -123,9 +147,10 @@ pub type Group = (String, Option<Vec<u8>>);
 
 impl SnapshotPacker {
     /// The value of a snapshot frame that can join a row: only a line written exactly as
-    /// sess writes its value can be rebuilt byte for byte.
+    /// sess writes its value (and perhaps a `\r`) can be rebuilt byte for byte.
     pub fn value_of(line: &[u8]) -> Option<Value> {
-        Value::parse(line).ok().filter(|v| v.to_json() == line)
+        let (body, _) = split_cr(line);
+        Value::parse(body).ok().filter(|v| v.to_json() == body)
     }
 
     /// Takes a candidate: it joins the open run, or starts a new one.
@@ -136,10 +161,10 @@ impl SnapshotPacker {
         value: Value,
         out: &mut W,
     ) -> io::Result<()> {
-        let joins = self
-            .run
-            .as_ref()
-            .is_some_and(|r| r.frame_type == frame_type && r.key == key && r.count < MAX_RUN);
+        let (line, cr) = split_cr(line);
+        let joins = self.run.as_ref().is_some_and(|r| {
+            r.frame_type == frame_type && r.key == key && r.cr == cr && r.count < MAX_RUN
+        });
         let value = match joins {
             true => match self.join(line, value) {
                 Ok(()) => return Ok(()),
@@ -151,6 +176,7 @@ impl SnapshotPacker {
         self.run = Some(SnapshotRun {
             frame_type,
             key,
+            cr,
             first: line.to_vec(),
             batches: Vec::new(),
             count: 1,
@@ -199,16 +225,32 @@ impl SnapshotPacker {
         };
         if run.count == 1 {
             out.write_all(&run.first)?;
+            if run.cr {
+                out.write_all(b"\r")?;
+            }
         } else {
             out.write_all(PREFIX)?;
             out.write_all(&run.first)?;
             out.write_all(b",\"ops\":[")?;
             out.write_all(&run.batches)?;
-            out.write_all(b"]}")?;
+            out.write_all(b"]")?;
+            if run.cr {
+                out.write_all(b",\"eol\":")?;
+                out.write_all(CRLF)?;
+            }
+            out.write_all(b"}")?;
             self.rows += 1;
             self.packed_events += run.count as u64;
         }
         out.write_all(b"\n")
+    }
+}
+
+/// A line without its last `\r`, and whether it had one.
+fn split_cr(line: &[u8]) -> (&[u8], bool) {
+    match line.strip_suffix(b"\r") {
+        Some(body) => (body, true),
+        None => (line, false),
     }
 }
 
@@ -292,6 +334,74 @@ mod tests {
             original.len()
         );
         assert_eq!(unpack(&packed), original);
+    }
+
+    /// A response streamed as `tool_execution_update` snapshots growing by one word.
+    fn growing_updates(n: usize, eol: &str) -> Vec<String> {
+        let mut text = String::new();
+        (0..n)
+            .map(|i| {
+                text += &format!(" w{i}");
+                format!(
+                    r#"{{"type":"tool_execution_update","toolCallId":"c","partialResult":{{"text":"{text}"}}}}{eol}"#
+                )
+            })
+            .collect()
+    }
+
+    fn joined(lines: &[String]) -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn crlf_runs_become_rows_that_give_their_cr_back() {
+        let lines = growing_updates(20, "\r");
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let packed = pack(&refs);
+        let rows: Vec<&[u8]> = packed
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(rows.len(), 1, "{}", String::from_utf8_lossy(&packed));
+        assert!(rows[0].ends_with(br#"],"eol":"\r\n"}"#));
+        assert!(!rows[0].contains(&b'\r'));
+        assert_eq!(unpack(&packed), joined(&lines));
+    }
+
+    #[test]
+    fn a_change_of_line_ending_ends_the_run() {
+        let mut lines = growing_updates(6, "");
+        for (i, l) in lines.iter_mut().enumerate().skip(3) {
+            if i != 4 {
+                l.push('\r');
+            }
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let packed = pack(&refs);
+        // LF row of 3, then one CRLF event alone, one LF alone, one CRLF alone.
+        assert_eq!(
+            packed
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count(),
+            4
+        );
+        assert_eq!(unpack(&packed), joined(&lines));
+    }
+
+    #[test]
+    fn a_row_with_another_eol_is_refused() {
+        let lines = growing_updates(3, "\r");
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let packed = String::from_utf8(pack(&refs)).unwrap();
+        for bad in [r#""eol":"\n""#, r#""eol":"\r""#, r#""eol":"\u000d\n""#] {
+            let row = packed.trim_end().replace(r#""eol":"\r\n""#, bad);
+            let got = expand::<()>(row.as_bytes(), &mut |_, _, _| Ok(true));
+            assert!(matches!(got, Err(ExpandError::Row(_))), "{bad}");
+        }
     }
 
     #[test]

@@ -175,16 +175,18 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// A pi 0.73 log of these steps, and whether two snapshot frames of one run follow each
-/// other somewhere (then the packer must have made a row).
-fn render(steps: &[Step]) -> (String, bool) {
+/// A pi 0.73 log of these steps, each line ending in `\r\n` where its flag says so, and
+/// whether two snapshot frames of one run and one line ending follow each other somewhere
+/// (then the packer must have made a row).
+fn render(steps: &[(Step, bool)]) -> (String, bool) {
     let mut log = String::from("{\"type\":\"session\",\"version\":3}\n");
     let mut text: Vec<u16> = Vec::new();
     let mut outs: [Vec<u16>; 3] = Default::default();
     // The run the last line belongs to, if it was a canonical snapshot frame.
     let mut last: Option<String> = None;
     let mut pair = false;
-    for s in steps {
+    for (s, crlf) in steps {
+        let start = log.len();
         let group = match s {
             Step::Grow(p) => {
                 text.extend_from_slice(p);
@@ -223,6 +225,11 @@ fn render(steps: &[Step]) -> (String, bool) {
                 None
             }
         };
+        if *crlf {
+            log.insert(log.len() - 1, '\r');
+        }
+        debug_assert_eq!(log[start..].matches('\n').count(), 1);
+        let group = group.map(|g| format!("{g} {crlf}"));
         pair |= group.is_some() && group == last;
         last = group;
     }
@@ -233,10 +240,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// Random streams of snapshot updates (text growing, messages restarting, three tool
-    /// calls rolling their output, facts and non-canonical lines between) come back byte for
-    /// byte, and a row is made wherever two frames of one run follow each other.
+    /// calls rolling their output, facts and non-canonical lines between, `\n` and `\r\n`
+    /// endings mixed) come back byte for byte, and a row is made wherever two frames of one
+    /// run follow each other.
     #[test]
-    fn random_snapshot_streams_round_trip(steps in proptest::collection::vec(step(), 1..40)) {
+    fn random_snapshot_streams_round_trip(
+        steps in proptest::collection::vec((step(), proptest::bool::weighted(0.3)), 1..40)
+    ) {
         let (log, pair) = render(&steps);
         let packed = pack_plain(log.as_bytes());
         prop_assert!(unpack(&packed) == log.as_bytes());
@@ -254,7 +264,7 @@ fn the_generator_reaches_what_escaping_gets_wrong() {
     let mut logs = String::new();
     let mut pairs = 0;
     for _ in 0..200 {
-        let steps = proptest::collection::vec(step(), 1..40)
+        let steps = proptest::collection::vec((step(), proptest::bool::weighted(0.3)), 1..40)
             .new_tree(&mut runner)
             .unwrap()
             .current();
@@ -274,6 +284,8 @@ fn the_generator_reaches_what_escaping_gets_wrong() {
         "\"c1\"",
         "\"c2\"",
         "\"toolCallId\":\"c0\",\"partialResult\":{}",
+        "}\r\n{",
+        "}\n{",
     ] {
         assert!(logs.contains(needle), "the generator never writes {needle}");
     }
