@@ -76,13 +76,14 @@ fn prefix(place: &Place) -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Reading or writing failed. `what` says what sess was doing ("cannot open").
-    #[error("{}{what}: {source}{}", prefix(place), offset_suffix(place))]
+    /// Reading or writing failed. `what` says what sess was doing ("cannot open"). The
+    /// I/O error is part of the message and not also a source, which `{:#}` would print a
+    /// second time.
+    #[error("{}{what}: {cause}{}", prefix(place), offset_suffix(place))]
     Io {
         place: Place,
         what: &'static str,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
     /// The input is not what it must be: invalid JSON in a row, a bad row or batch, a file
     /// of the wrong kind.
@@ -101,7 +102,7 @@ impl Error {
         Error::Io {
             place,
             what,
-            source,
+            cause: source,
         }
     }
 
@@ -114,7 +115,7 @@ impl Error {
 
     /// Whether the error comes from writing to a closed pipe (`sess cat x | head -1`).
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+        matches!(self, Error::Io { cause, .. } if cause.kind() == io::ErrorKind::BrokenPipe)
     }
 }
 

@@ -196,6 +196,29 @@ fn closed_stdout_exits_quietly() {
 }
 
 #[test]
+fn a_pipe_closed_before_the_last_flush_is_not_an_error_and_errors_say_it_once() {
+    // The reader is gone before sess writes a byte: the small output meets the closed pipe
+    // only when it is flushed at the end.
+    for args in [&["cat"][..], &["stats"], &["filter"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+            .args(args)
+            .arg(common::testdata("pi-old.jsonl"))
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && err.is_empty(), "{args:?}: {err}");
+    }
+    let out = sess().args(["cat", "no/such/file.jsonl"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sess: error: no/such/file.jsonl: cannot open: No such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
 fn a_200_mib_line_passes_through() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge.jsonl");

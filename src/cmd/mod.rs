@@ -60,8 +60,10 @@ pub fn expand(
 /// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        let io = cause.downcast_ref::<std::io::Error>();
+        io.is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<sess::error::Error>()
+                .is_some_and(sess::error::Error::is_broken_pipe)
     })
 }
