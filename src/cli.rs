@@ -104,6 +104,7 @@ impl Damage {
         OpenOptions {
             quiet: g.quiet,
             recovery: self.recovery.into(),
+            collect_warnings: false,
         }
     }
 }
@@ -113,6 +114,7 @@ pub fn default_open(g: Global) -> OpenOptions {
     OpenOptions {
         quiet: g.quiet,
         recovery: Recovery::default(),
+        collect_warnings: false,
     }
 }
 

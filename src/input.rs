@@ -89,12 +89,14 @@ pub struct Source {
     pub name: String,
     pub compression: Compression,
     pub reader: Box<dyn Read + Send>,
-    /// What the frame reader found, for a compressed input.
-    pub health: Option<Arc<Mutex<Health>>>,
+    /// What reading found: the frame reader's findings for a compressed input, and (with
+    /// [`OpenOptions::collect_warnings`]) the lines skipped.
+    pub health: Arc<Mutex<Health>>,
     progress: Option<ProgressBar>,
     /// `--recovery skip-corrupt`: a line whose interned values were lost is skipped with a
-    /// warning, not an error.
+    /// warning, not an error, and later lines are numbered as in the original.
     skip_corrupt: bool,
+    collect: bool,
 }
 
 impl Source {
@@ -111,19 +113,27 @@ pub struct OpenOptions {
     pub quiet: bool,
     /// What to do with damaged zstd input.
     pub recovery: Recovery,
+    /// Warnings about damage are collected in [`Source::health`] for the caller to report,
+    /// not printed (`verify` makes them problems).
+    pub collect_warnings: bool,
 }
 
 pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
     let name = input.name();
+    let skip_corrupt = opts.recovery == Recovery::SkipCorrupt;
+    let mut listed = Vec::new();
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match input {
         Input::Stdin => (Box::new(io::stdin()), None),
         Input::Path(p) => {
-            let f = File::open(p).at(Place::file(&name), "cannot open")?;
+            let mut f = File::open(p).at(Place::file(&name), "cannot open")?;
             let meta = f.metadata().at(Place::file(&name), "cannot open")?;
             if meta.is_dir() {
                 return Err(Error::invalid(Place::file(&name), "is a directory"));
             }
             let size = meta.is_file().then_some(meta.len());
+            if skip_corrupt && size.is_some() {
+                listed = listed_frames(&mut f).at(Place::file(&name), "cannot read")?;
+            }
             (Box::new(f), size)
         }
     };
@@ -135,12 +145,15 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
     let (head, raw) = peek(raw).at(Place::file(&name), "cannot read")?;
     let whole = io::Cursor::new(head.clone()).chain(raw);
     let (compression, reader, health): (Compression, Box<dyn Read + Send>, _) = if is_zstd(&head) {
-        let frames = FrameReader::new(whole, &name, opts.recovery);
+        let mut frames = FrameReader::new(whole, &name, opts.recovery).with_index(&listed);
+        if opts.collect_warnings {
+            frames = frames.collecting();
+        }
         let health = frames.health_handle();
-        (Compression::Zstd, Box::new(frames), Some(health))
+        (Compression::Zstd, Box::new(frames), health)
     } else {
         let buffered = BufReader::with_capacity(256 * 1024, whole);
-        (Compression::Plain, Box::new(buffered), None)
+        (Compression::Plain, Box::new(buffered), Arc::default())
     };
     Ok(Source {
         name,
@@ -148,8 +161,21 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         reader,
         health,
         progress,
-        skip_corrupt: opts.recovery == Recovery::SkipCorrupt,
+        skip_corrupt,
+        collect: opts.collect_warnings,
     })
+}
+
+/// The frames a file's index lists (none when it has no readable index), the file left at
+/// its start.
+fn listed_frames(f: &mut File) -> io::Result<Vec<crate::frames::index::Entry>> {
+    use std::io::{Seek, SeekFrom};
+    let listed = match crate::frames::index::Index::read_from(f)? {
+        Some(Ok((index, _))) => index.entries,
+        _ => Vec::new(),
+    };
+    f.seek(SeekFrom::Start(0))?;
+    Ok(listed)
 }
 
 /// Whether a line visitor wants more lines.
@@ -187,6 +213,7 @@ pub fn each_line_of<E: From<Error>>(
     // Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
     let mut interned = intern::Reader::default();
     let mut rebuilt = Vec::new();
+    let mut shift = Shift::default();
     loop {
         let offset = lines.offset();
         // The place is built only on the way to an error: this loop runs once per line.
@@ -194,11 +221,19 @@ pub fn each_line_of<E: From<Error>>(
             let place = Place::file(&name).offset(offset);
             Error::io(place, "cannot read (decompressed)", e)
         })?;
-        let Some(line) = line else { break };
+        let Some(mut line) = line else { break };
+        if src.skip_corrupt {
+            let (lines, bytes) = shift.lost_before(&src.health, line.offset);
+            line.number += lines;
+            line.offset += bytes;
+        }
         let line = match rebuild(&name, line, &mut interned, &mut rebuilt) {
             Ok(line) => line,
             Err(e) if src.skip_corrupt => {
-                eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
+                if !src.collect {
+                    eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
+                }
+                lock(&src.health).notices.push(e.to_string());
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -211,6 +246,37 @@ pub fn each_line_of<E: From<Error>>(
         bar.finish_and_clear();
     }
     Ok(Flow::More)
+}
+
+/// The lines and bytes lost in skipped frames before a place in the output, so that lines
+/// after a skip keep the numbers and offsets they have in the original (as far as the
+/// index can tell).
+#[derive(Default)]
+struct Shift {
+    /// Skips already counted, and what they lost.
+    seen: usize,
+    lines: u64,
+    bytes: u64,
+}
+
+impl Shift {
+    fn lost_before(&mut self, health: &Mutex<Health>, offset: u64) -> (u64, u64) {
+        let h = lock(health);
+        for skip in h.skips[self.seen..]
+            .iter()
+            .take_while(|s| s.output_at <= offset)
+        {
+            self.lines += skip.lines.unwrap_or(0);
+            self.bytes += skip.bytes.unwrap_or(0);
+            self.seen += 1;
+        }
+        (self.lines, self.bytes)
+    }
+}
+
+/// What a reader found, whatever a panicking holder left.
+pub fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
+    health.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The line an interned line stands for (any other line as it is). A torn line is left to

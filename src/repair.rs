@@ -4,7 +4,10 @@
 //! - A compressed log ([`salvage_zstd`]): every frame that decodes is copied as it is (not
 //!   recompressed); the complete lines of a torn final frame are compressed into a new
 //!   frame; a last line without a newline is kept with one added when it is a whole JSON
-//!   value, and dropped as torn when it is not; a new index is written.
+//!   value, and dropped as torn when it is not; a new index is written. An interned line
+//!   ([`crate::intern`]) that needs a value defined in a lost frame can never be read
+//!   back: it is dropped and reported too (its frame written again without it), and so is
+//!   every later line that needs a value only it defined.
 //! - A plain log ([`salvage_plain`]): every line that is one valid JSON value is kept byte
 //!   for byte (a last one without a newline gets one); the others are dropped.
 //!
@@ -18,6 +21,7 @@ use crate::frames::decode::{self, LineStats, Outcome};
 use crate::frames::index::Index;
 use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
 use crate::frames::writer::{FrameMeta, FrameWriter};
+use crate::intern;
 use crate::io::{Ending, LineReader};
 use crate::json;
 
@@ -85,6 +89,8 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         len,
         report: RepairReport::default(),
         line: 0,
+        interned: intern::Reader::default(),
+        scratch: Vec::new(),
     };
     let mut at = 0;
     while at < len {
@@ -115,6 +121,36 @@ struct Salvager<'f> {
     report: RepairReport,
     /// Lines of the original read so far: kept, plus lost where the count is known.
     line: u64,
+    /// The interned values of the lines kept so far, as a reader of the output will have.
+    interned: intern::Reader,
+    scratch: Vec<u8>,
+}
+
+/// The lines of a frame (by index) that cannot be read back, and why.
+type Unreadable = Vec<(u64, String)>;
+
+/// Decodes the one frame at the start of `src`, calling `f` with each complete line (without
+/// its newline); returns how decoding ended and the bytes after the last newline.
+fn frame_lines<R: Read + ?Sized>(
+    src: &mut R,
+    mut f: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<(Outcome, Vec<u8>)> {
+    let mut line = Vec::new();
+    let outcome = decode::frame(src, |b| {
+        for piece in b.split_inclusive(|&c| c == b'\n') {
+            match piece.strip_suffix(b"\n") {
+                Some(end) if line.is_empty() => f(end)?,
+                Some(end) => {
+                    line.extend_from_slice(end);
+                    f(&line)?;
+                    line.clear();
+                }
+                None => line.extend_from_slice(piece),
+            }
+        }
+        Ok(())
+    })?;
+    Ok((outcome, line))
 }
 
 impl Salvager<'_> {
@@ -165,8 +201,11 @@ impl Salvager<'_> {
         self.report.frames_kept += 1;
         self.report.unchecked_frames +=
             u64::from(matches!(span.kind, Kind::Zstd { checksum: false }));
-        if stats.has_partial_line() && self.is_last_data_frame(span.offset + span.len)? {
-            return self.reencode(span, &stats, out);
+        let partial = stats.has_partial_line();
+        let last = partial && self.is_last_data_frame(span.offset + span.len)?;
+        let unreadable = self.unreadable(span, last)?;
+        if last || !unreadable.is_empty() {
+            return self.rewrite(span, &unreadable, out);
         }
         let meta = FrameMeta {
             uncompressed: stats.bytes,
@@ -178,26 +217,51 @@ impl Salvager<'_> {
         Ok(())
     }
 
-    /// The last frame ends inside its last line: its complete lines go into a new frame,
-    /// and the last line follows the torn-line rule.
-    fn reencode<W: Write>(
-        &mut self,
-        span: &Span,
-        stats: &LineStats,
-        out: &mut FrameWriter<W>,
-    ) -> io::Result<()> {
-        let mut written = 0u64;
-        let mut tail = Vec::new();
-        decode::frame(&mut self.bytes(span.offset, span.len)?, |b| {
-            let room = stats.complete.saturating_sub(written).min(b.len() as u64) as usize;
-            out.write_all(&b[..room])?;
-            tail.extend_from_slice(&b[room..]);
-            written += room as u64;
+    /// Reads the interned lines of a frame that decodes as a reader of the output will, and
+    /// returns those that cannot be rebuilt (their values were defined in a lost frame).
+    /// The last line without a newline is read too when `tail` says it will be kept.
+    fn unreadable(&mut self, span: &Span, tail: bool) -> io::Result<Unreadable> {
+        let (mut bad, mut k) = (Vec::new(), 0);
+        let mut src = self.own_bytes(span.offset, span.len)?;
+        let (interned, scratch) = (&mut self.interned, &mut self.scratch);
+        let (_, rest) = frame_lines(&mut src, |line| {
+            check(interned, scratch, line, k, &mut bad)?;
+            k += 1;
             Ok(())
         })?;
-        self.keep(stats.newlines);
-        let at = span.offset + span.len;
-        if json::validate(&tail).is_ok() {
+        if tail && !rest.is_empty() && json::validate(&rest).is_ok() {
+            check(interned, scratch, &rest, k, &mut bad)?;
+        }
+        Ok(bad)
+    }
+
+    /// Writes a frame again line by line, without its unreadable lines; a last line without
+    /// a newline (the file's last) follows the torn-line rule.
+    fn rewrite<W: Write>(
+        &mut self,
+        span: &Span,
+        unreadable: &Unreadable,
+        out: &mut FrameWriter<W>,
+    ) -> io::Result<()> {
+        let mut src = self.own_bytes(span.offset, span.len)?;
+        let mut bad = unreadable.iter().peekable();
+        let (end, mut k) = (span.offset + span.len, 0);
+        let (_, tail) = frame_lines(&mut src, |line| {
+            match bad.next_if(|(at, _)| *at == k) {
+                Some((_, why)) => self.lose(span.offset, end, Some(1), why.clone()),
+                None => {
+                    out.write_all(line)?;
+                    out.write_all(b"\n")?;
+                    self.keep(1);
+                }
+            }
+            k += 1;
+            Ok(())
+        })?;
+        if let Some((_, why)) = bad.next() {
+            self.lose(span.offset, end, Some(1), why.clone());
+        } else if tail.is_empty() {
+        } else if json::validate(&tail).is_ok() {
             out.write_all(&tail)?;
             out.write_all(b"\n")?;
             self.keep(1);
@@ -207,7 +271,7 @@ impl Salvager<'_> {
                 "a torn last line: {} byte(s) without a final newline that are not a JSON value",
                 tail.len()
             );
-            self.lose(span.offset, at, Some(1), why);
+            self.lose(span.offset, end, Some(1), why);
         }
         out.flush_frame()
     }
@@ -225,23 +289,27 @@ impl Salvager<'_> {
     }
 
     /// The file ends inside the frame at `offset`: keep the complete lines its bytes decode
-    /// to. Its last, partial line is cut by the tear, so it is lost whatever it looks like.
+    /// to (those that can be read back). Its last, partial line is cut by the tear, so it is
+    /// lost whatever it looks like.
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
-        let mut stats = LineStats::default();
-        let mut pending = Vec::new();
-        decode::frame(&mut self.bytes(offset, self.len - offset)?, |b| {
-            stats.add(b);
-            pending.extend_from_slice(b);
-            if let Some(k) = memchr::memrchr(b'\n', &pending) {
-                out.write_all(&pending[..=k])?;
-                pending.drain(..=k);
+        let mut src = self.own_bytes(offset, self.len - offset)?;
+        let (mut kept, mut bad) = (0, Vec::new());
+        let (_, pending) = frame_lines(&mut src, |line| {
+            let at = bad.len();
+            check(&mut self.interned, &mut self.scratch, line, 0, &mut bad)?;
+            match bad.get(at) {
+                Some((_, why)) => self.lose(offset, self.len, Some(1), why.clone()),
+                None => {
+                    out.write_all(line)?;
+                    out.write_all(b"\n")?;
+                    self.keep(1);
+                    kept += 1;
+                }
             }
             Ok(())
         })?;
         out.flush_frame()?;
-        let kept = stats.newlines;
         self.report.torn_lines_kept = kept;
-        self.keep(kept);
         let why = format!(
             "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s)",
             pending.len()
@@ -254,6 +322,34 @@ impl Salvager<'_> {
         self.f.seek(SeekFrom::Start(at))?;
         Ok((&mut *self.f).take(len))
     }
+
+    /// [`Salvager::bytes`] through a handle of their own, for a reader that updates the
+    /// salvager as it goes.
+    fn own_bytes(&self, at: u64, len: u64) -> io::Result<io::Take<File>> {
+        let mut f = self.f.try_clone()?;
+        f.seek(SeekFrom::Start(at))?;
+        Ok(f.take(len))
+    }
+}
+
+/// Reads `line` (line `k` of its frame) if it is interned, keeping what it defines; one that
+/// cannot be rebuilt is added to `bad`.
+fn check(
+    interned: &mut intern::Reader,
+    scratch: &mut Vec<u8>,
+    line: &[u8],
+    k: u64,
+    bad: &mut Unreadable,
+) -> io::Result<()> {
+    if !intern::is_interned(line) {
+        return Ok(());
+    }
+    match interned.read(line, scratch) {
+        Ok(()) => {}
+        Err(intern::Error::Io(e)) => return Err(e),
+        Err(e) => bad.push((k, format!("the line cannot be read back: {e}"))),
+    }
+    Ok(())
 }
 
 /// The offset of the next zstd frame at or after `from` that decodes whole. Scans in

@@ -78,6 +78,12 @@ impl LineChecks {
         problems
     }
 
+    /// Lines were lost here (reported already): the seq after them is not a problem of its
+    /// own.
+    pub fn lost(&mut self) {
+        self.next_seq = None;
+    }
+
     fn seq(&mut self, at: &str, seq: Option<i64>, problems: &mut Vec<String>) {
         let Some(seq) = seq else { return };
         if let Some(want) = self.next_seq

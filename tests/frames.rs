@@ -476,12 +476,26 @@ fn verify_checks_frames_against_the_index_without_decompressing() {
             "frame 3 at byte {}: crc32",
             victim.offset
         )));
+    // Read through, the damage is named with the lines it cost, and reading goes on.
+    let before: u64 = index.entries[..3].iter().map(|e| u64::from(e.lines)).sum();
+    let lost = format!(
+        "damaged bytes {}..{} (zstd: Data corruption detected): lost lines {}..{} of the original",
+        victim.offset,
+        index.entries[4].offset,
+        before + 1,
+        before + u64::from(victim.lines)
+    );
     sess()
         .arg("verify")
         .arg(&z)
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("damaged input at byte"));
+        .stdout(
+            predicate::str::contains(lost).and(predicate::str::contains(format!(
+                "FAILED: {} lines in 1 input(s), 2 problem(s)",
+                2000 - victim.lines
+            ))),
+        );
 }
 
 #[test]

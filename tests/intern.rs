@@ -109,6 +109,123 @@ fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
     }
 }
 
+/// The line numbers (1-based) of `original` that `kept` lacks; `kept` must be a
+/// subsequence of `original`.
+fn missing(original: &[&[u8]], kept: &[&[u8]]) -> Vec<u64> {
+    let mut kept = kept.iter().peekable();
+    let mut gone = Vec::new();
+    for (k, line) in original.iter().enumerate() {
+        match kept.next_if(|l| *l == line) {
+            Some(_) => {}
+            None => gone.push(k as u64 + 1),
+        }
+    }
+    assert!(
+        kept.next().is_none(),
+        "a line kept that is not in the log, in order"
+    );
+    gone
+}
+
+/// The lines a report names: each `lines A..B of the original`, and each `FILE:N:` or
+/// `line N of the original`.
+fn named_lines(report: &str, file: &str) -> Vec<u64> {
+    let mut named = Vec::new();
+    for l in report.lines() {
+        if let Some((_, r)) = l.split_once("lost lines ") {
+            let (a, b) = r
+                .split_once(" of the original")
+                .unwrap()
+                .0
+                .split_once("..")
+                .unwrap();
+            named.extend(a.parse::<u64>().unwrap()..=b.parse().unwrap());
+        } else if let Some((_, r)) = l.split_once("): lines ") {
+            let (a, b) = r
+                .split_once(" of the original")
+                .unwrap()
+                .0
+                .split_once("..")
+                .unwrap();
+            named.extend(a.parse::<u64>().unwrap()..=b.parse().unwrap());
+        } else if let Some((_, r)) = l.split_once(": line ") {
+            named.push(r.split_once(' ').unwrap().0.parse().unwrap());
+        } else if let Some(r) = l.strip_prefix(&format!("{file}:"))
+            && let Some((n, _)) = r.split_once(':')
+            && let Ok(n) = n.parse()
+        {
+            named.push(n);
+        }
+    }
+    named.sort_unstable();
+    named.dedup();
+    named
+}
+
+#[test]
+fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    let packed = pack_small_frames(dir.path(), &log);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = sess::frames::index::Index::read_from(&mut std::fs::File::open(&packed).unwrap())
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .0;
+    // A flip in the middle of a frame in the middle: later lines need what it defines.
+    let e = index.entries[index.entries.len() / 2];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let name = bad.display().to_string();
+    let original = lines(&log);
+
+    let out = sess()
+        .args(["cat", "--recovery", "skip-corrupt"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let gone = missing(&original, &lines(&out.stdout));
+    let frame_lines = u64::from(e.lines);
+    assert!(
+        gone.len() as u64 > frame_lines,
+        "later lines needed the frame's values: {gone:?}"
+    );
+    let warned = String::from_utf8_lossy(&out.stderr).replace("sess: warning: ", "");
+    assert_eq!(named_lines(&warned, &name), gone, "{warned}");
+
+    let out = sess().arg("verify").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(named_lines(&report, &name), gone, "{report}");
+
+    let fixed = dir.path().join("fixed.zst");
+    let out = sess()
+        .arg("repair")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&fixed)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(named_lines(&report, &name), gone, "{report}");
+    // What is left reads back whole; its only flaw is the gap in seq the loss left.
+    let out = sess().arg("verify").arg(&fixed).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    // (In this log a line's seq is its number.)
+    let next = (gone[0]..).find(|n| !gone.contains(n)).unwrap();
+    let gap = format!("seq {next} where {} was expected", gone[0]);
+    assert!(
+        report.ends_with("1 problem(s)\n") && report.contains(&gap),
+        "{report}"
+    );
+    let read = stdout_ok(sess().arg("cat").arg(&fixed));
+    assert_eq!(missing(&original, &lines(&read)), gone);
+}
+
 #[test]
 fn a_path_that_reads_once_is_packed_whole() {
     // /dev/stdin on a pipe: the first pass that finds repeats must not eat the input.

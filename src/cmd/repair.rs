@@ -17,7 +17,9 @@ was lost.\n\n\
 A compressed log: every zstd frame that decodes (its checksum included) is kept byte for byte; \
 the complete lines of a torn final frame are compressed into a new frame; damaged frames and \
 bytes that are not frames are dropped; a new frame index is written. Line ranges of lost \
-frames come from the old index when it survived.\n\n\
+frames come from the old index when it survived. A packed line that refers to a value stored \
+in a lost frame can never be rebuilt: it is dropped and named as well (its frame written \
+again without it), so the output reads back whole.\n\n\
 A plain log: every line that is valid JSON is kept byte for byte; other lines (damaged, or a \
 torn last line) are dropped and reported.\n\n\
 In both, a last line without a newline is kept, with the newline added, when it is one whole \

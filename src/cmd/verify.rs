@@ -4,9 +4,12 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 
+use std::sync::Mutex;
+
 use super::is_broken_pipe;
 use crate::cli::{Global, Inputs};
 use sess::frames::Recovery;
+use sess::frames::reader::Health;
 use sess::input::{Flow, Input, OpenOptions};
 use sess::io::Sink;
 use sess::verify::{self, LineChecks};
@@ -20,7 +23,9 @@ must pass the strict row checks; where events carry a top-level seq, it must ris
 with a newline. Each problem is printed as FILE:LINE[:COLUMN] with the byte offset and what \
 was expected, then a summary. Exits 1 if any problem was found.\n\n\
 A compressed file is first checked against its frame index without decompressing it (each \
-frame's place and crc32), then read with --recovery absolute: any damage is a problem.";
+frame's place and crc32), then read through: each damaged stretch is a problem naming the \
+lines of the original it cost (when the index says), and so is each later line that cannot \
+be rebuilt because a value it refers to was stored in a lost frame.";
 
 const EXAMPLES: &str = "Examples:
   sess verify run.jsonl
@@ -52,13 +57,27 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Reads one input through, checking every line; damage ends the reading and is a
-    /// problem like the others.
+    /// The reader's warnings not reported yet, as problems.
+    fn notices(&mut self, health: &Mutex<Health>) -> Result<()> {
+        let found = std::mem::take(&mut sess::input::lock(health).notices);
+        if !found.is_empty() {
+            self.lines.lost();
+        }
+        for n in found {
+            self.problem(&n)?;
+        }
+        Ok(())
+    }
+
+    /// Reads one input through, checking every line. A damaged frame is a problem, and so
+    /// is each later line that needed a value defined in it; the rest is read on.
     fn read(&mut self, input: &Input, opts: OpenOptions, lines: &mut u64) -> Result<()> {
         let src = sess::input::open(input, opts)?;
         let name = src.name.clone();
         let health = src.health.clone();
         let read = super::each_line_of(src, &mut |name, line| {
+            // Damage skipped and lines lost with it, reported where reading found them.
+            self.notices(&health)?;
             *lines += 1;
             for p in self.lines.line(name, &line) {
                 self.problem(&p)?;
@@ -71,7 +90,8 @@ impl Checker<'_> {
             }
             self.problem(&format!("{e:#}"))?;
         }
-        let unchecked = health.map_or(0, |h| h.lock().unwrap_or_else(|e| e.into_inner()).unchecked);
+        self.notices(&health)?;
+        let unchecked = sess::input::lock(&health).unchecked;
         if let Some(p) = verify::unchecked_frames(&name, unchecked) {
             self.problem(&p)?;
         }
@@ -84,9 +104,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut out = Sink::stdout();
     let mut lines = 0u64;
     let mut problems = 0u64;
-    // A checker tolerates nothing: any damage to a compressed input is reported.
+    // A checker tolerates nothing, and reads past damage to report all of it.
     let opts = OpenOptions {
-        recovery: Recovery::Absolute,
+        recovery: Recovery::SkipCorrupt,
+        collect_warnings: true,
         ..crate::cli::default_open(g)
     };
     for input in &inputs {

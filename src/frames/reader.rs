@@ -41,8 +41,21 @@ pub struct Health {
     /// Of those, frames written without a content checksum (`zstd --no-check`): their
     /// lines could not be verified.
     pub unchecked: u64,
-    /// Every warning given, also printed on stderr.
+    /// Every warning given, also printed on stderr (unless the reader collects them).
     pub notices: Vec<String>,
+    /// The damaged stretches skipped (`--recovery skip-corrupt`), in order.
+    pub skips: Vec<Skip>,
+}
+
+/// Damaged bytes a reader skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skip {
+    /// The bytes of output given before the skip: a line that starts at or after this
+    /// offset comes after the lost lines.
+    pub output_at: u64,
+    /// The lines and bytes the skipped frames held, when the file's index says.
+    pub lines: Option<u64>,
+    pub bytes: Option<u64>,
 }
 
 pub struct FrameReader<R: Read> {
@@ -69,6 +82,16 @@ pub struct FrameReader<R: Read> {
     /// Whether the frame being decoded has a content checksum.
     checked: bool,
     health: Arc<Mutex<Health>>,
+    /// The frames the file's index lists, to count the lines a skip loses; empty when there
+    /// is none.
+    listed: Vec<super::index::Entry>,
+    /// Bytes of output given, and lines in them (counted only when `listed` is known).
+    given: u64,
+    given_lines: u64,
+    /// Lines lost in skips whose count is known.
+    lost_lines: u64,
+    /// Warnings are collected in [`Health::notices`], not printed.
+    collect: bool,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -96,7 +119,40 @@ impl<R: Read> FrameReader<R> {
             done: false,
             checked: true,
             health: Arc::default(),
+            listed: Vec::new(),
+            given: 0,
+            given_lines: 0,
+            lost_lines: 0,
+            collect: false,
         }
+    }
+
+    /// The file's frames as its index lists them, so that a skip can say which lines of
+    /// the original it lost (and readers can number later lines as the original did).
+    pub fn with_index(mut self, entries: &[super::index::Entry]) -> FrameReader<R> {
+        self.listed = entries.to_vec();
+        self
+    }
+
+    /// Warnings go to [`Health::notices`] only, for a caller that reports them itself.
+    pub fn collecting(mut self) -> FrameReader<R> {
+        self.collect = true;
+        self
+    }
+
+    /// The lines and bytes of the frames the index lists from `from` up to `to`: known only
+    /// when both are where the index says a frame (or the index itself) starts.
+    fn lost_between(&self, from: u64, to: u64) -> Option<(u64, u64)> {
+        let first = self.listed.binary_search_by_key(&from, |e| e.offset).ok()?;
+        let last = self.listed.last()?;
+        let to_listed = to == last.offset + u64::from(last.compressed)
+            || self.listed.binary_search_by_key(&to, |e| e.offset).is_ok();
+        let lost = self.listed[first..].iter().take_while(|e| e.offset < to);
+        to_listed.then(|| {
+            lost.fold((0, 0), |(l, b), e| {
+                (l + u64::from(e.lines), b + u64::from(e.uncompressed))
+            })
+        })
     }
 
     fn offset(&self) -> u64 {
@@ -104,8 +160,10 @@ impl<R: Read> FrameReader<R> {
     }
 
     fn warn(&mut self, msg: &str) {
-        eprintln!("sess: warning: {}: {msg}", self.name);
-        self.health().notices.push(msg.to_string());
+        if !self.collect {
+            eprintln!("sess: warning: {}: {msg}", self.name);
+        }
+        self.health().notices.push(format!("{}: {msg}", self.name));
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
@@ -278,7 +336,8 @@ impl<R: Read> FrameReader<R> {
             h.unchecked += u64::from(!self.checked);
             h.unchecked
         };
-        if !self.checked && unchecked == 1 {
+        // A collecting caller reports the count (`Health::unchecked`) itself.
+        if !self.checked && unchecked == 1 && !self.collect {
             self.warn(&format!(
                 "the zstd frame at byte {at} has no content checksum (written with --no-check?): \
                  its lines are UNVERIFIED, a damaged byte in it would go unnoticed; later such \
@@ -336,7 +395,27 @@ impl<R: Read> FrameReader<R> {
         };
         match self.find_frame()? {
             Some(next) if self.mode == Recovery::SkipCorrupt => {
-                self.warn(&format!("skipped damaged bytes {at}..{next} ({why})"));
+                let lost = self.lost_between(at, next);
+                let lines = lost.map(|l| l.0);
+                self.health().skips.push(Skip {
+                    output_at: self.given,
+                    lines,
+                    bytes: lost.map(|l| l.1),
+                });
+                let lost = match lines {
+                    Some(0) => "no lines".to_string(),
+                    Some(k) => {
+                        let first = self.given_lines + self.lost_lines + 1;
+                        self.lost_lines += k;
+                        format!("lines {first}..{} of the original", first + k - 1)
+                    }
+                    None => "an unknown number of lines (no index to count them; later line \
+                             numbers count the lines read)"
+                        .to_string(),
+                };
+                self.warn(&format!(
+                    "skipped damaged bytes {at}..{next} ({why}): lost {lost}"
+                ));
                 Ok(())
             }
             Some(next) => Err(invalid(format!(
@@ -421,7 +500,12 @@ impl<R: Read> Read for FrameReader<R> {
         loop {
             if self.ready_pos < self.ready.len() {
                 let n = out.len().min(self.ready.len() - self.ready_pos);
-                out[..n].copy_from_slice(&self.ready[self.ready_pos..self.ready_pos + n]);
+                let given = &self.ready[self.ready_pos..self.ready_pos + n];
+                out[..n].copy_from_slice(given);
+                if !self.listed.is_empty() {
+                    self.given_lines += memchr::memchr_iter(b'\n', given).count() as u64;
+                }
+                self.given += n as u64;
                 self.ready_pos += n;
                 return Ok(n);
             }
