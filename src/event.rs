@@ -185,8 +185,14 @@ pub fn expand<E: From<Error>>(
 }
 
 /// The seq of a line's first logical event, as the frame index records it: its `seq`, a
-/// chunk row's `seq0`, or the `seq` of a snapshot-delta row's first event.
+/// chunk row's `seq0`, or the `seq` of a snapshot-delta row's first event; for an interned
+/// line, that of the line it holds (a ref never stands for a number as short as a seq).
 pub fn line_seq(line: &[u8]) -> Option<i64> {
+    if crate::intern::is_interned(line) {
+        return json::field(line, "line")
+            .filter(|inner| !crate::intern::is_interned(inner))
+            .and_then(line_seq);
+    }
     if snapshots::is_row(line) {
         return json::field(line, "first").and_then(seq);
     }
@@ -221,6 +227,16 @@ pub fn kind_is_one_of(line: &[u8], types: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interned_line_has_the_seq_of_the_line_it_holds() {
+        let plain = br#"{"seq":7,"type":"x"}"#;
+        let interned = br#"{"type":"sess-interned","v":1,"defs":[],"refs":[[20,1,300,5]],"line":{"seq":7,"type":"x","big":0}}"#;
+        let row = br#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":{"type":"snapshot-deltas","first":{"seq":9},"ops":[]}}"#;
+        assert_eq!(line_seq(plain), Some(7));
+        assert_eq!(line_seq(interned), Some(7));
+        assert_eq!(line_seq(row), Some(9));
+    }
 
     #[test]
     fn reads_kind() {

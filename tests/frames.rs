@@ -450,6 +450,36 @@ fn cat_tail_and_seq_seek_through_the_index() {
 }
 
 #[test]
+fn a_seeking_read_names_lines_as_a_read_through_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = log(3000);
+    // A torn last line (a write cut short): each reader warns, naming it.
+    text.extend_from_slice(br#"{"type":"e","seq":3000,"te"#);
+    let plain = dir.path().join("plain.jsonl");
+    std::fs::write(&plain, &text).unwrap();
+    let z = dir.path().join("log.jsonl.zst");
+    sess()
+        .args(["pack", "--frame-size", "4096", "-o"])
+        .arg(&z)
+        .arg(&plain)
+        .assert()
+        .success();
+    let name = z.display().to_string();
+    for args in [
+        &["cat"][..],
+        &["cat", "--tail", "600"],
+        &["cat", "--seq", "2400.."],
+    ] {
+        sess()
+            .args(args)
+            .arg(&z)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(format!("{name}:3001: ")));
+    }
+}
+
+#[test]
 fn verify_checks_frames_against_the_index_without_decompressing() {
     let dir = tempfile::tempdir().unwrap();
     let (z, _) = packed_file(dir.path(), 2000, 4096);

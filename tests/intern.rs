@@ -56,11 +56,27 @@ fn interned_logs_read_back_whole_and_by_seeking() {
         "interned lines"
     );
     assert!(z.len() * 20 < log.len(), "{} of {}", z.len(), log.len());
+    // Every line has a seq, interned or not: the index knows where each frame starts.
+    let index = sess::frames::index::Index::read_from(&mut std::io::Cursor::new(&z))
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .0;
+    assert!(index.entries.len() > 3);
+    assert!(
+        index.entries.iter().all(|e| e.first_seq.is_some()),
+        "{index:?}"
+    );
     assert_eq!(stdout_ok(sess().arg("unpack").arg(&packed)), log);
     // Seeking reads the frames it needs and the definitions they refer to: the same
     // answer as reading the plain log through.
     let plain = dir.path().join("log.jsonl");
-    for args in [&["cat", "--tail", "3"][..], &["cat", "--seq", "40..45"]] {
+    let wide = &["cat", "--tail", "50", "--type", "step"];
+    for args in [
+        &["cat", "--tail", "3"][..],
+        &["cat", "--seq", "40..45"],
+        wide,
+    ] {
         let seek = stdout_ok(sess().args(args).arg(&packed));
         let through = stdout_ok(sess().args(args).arg(&plain));
         assert!(seek == through && !seek.is_empty(), "{args:?}");

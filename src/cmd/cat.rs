@@ -11,7 +11,7 @@ use sess::event::{self, Event, LastLine};
 use sess::frames::seek::Seekable;
 use sess::input::{self, Flow, Input};
 use sess::intern;
-use sess::io::{LineReader, Sink};
+use sess::io::Sink;
 
 const ABOUT: &str = "Print the logical events of a log as JSONL";
 
@@ -177,10 +177,9 @@ impl Defs {
         let name = file.name().to_string();
         let mut buf = Vec::new();
         for j in self.next..k {
-            let frame = file
-                .frame(j)
+            let mut lines = file
+                .lines(j)
                 .with_context(|| format!("{name}: cannot read"))?;
-            let mut lines = LineReader::new(frame);
             while let Some(line) = lines
                 .next_line()
                 .with_context(|| format!("{name}: cannot read"))?
@@ -193,15 +192,27 @@ impl Defs {
     }
 }
 
-/// Calls `f` with the selected events of frame `k`, in order, until it says stop; returns
-/// whether reading went past the seq range.
+/// How reading a frame's events ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameEnd {
+    Done,
+    /// An event past the seq range was met.
+    Past,
+    /// An interned line needs definitions of earlier frames, and priming was not allowed.
+    NeedsDefs,
+}
+
+/// Calls `f` with the selected events of frame `k`, in order. At an interned line whose
+/// definitions are not at hand, the frames before are read for them when `prime` allows
+/// it, and reading ends with [`FrameEnd::NeedsDefs`] when it does not.
 fn frame_events(
     file: &mut Seekable,
     k: usize,
     select: &Select<'_>,
     defs: &mut Defs,
+    prime: bool,
     f: &mut impl FnMut(&[u8]) -> Result<()>,
-) -> Result<bool> {
+) -> Result<FrameEnd> {
     let name = file.name().to_string();
     let (mut buf, mut rebuilt) = (Vec::new(), Vec::new());
     let mut past = false;
@@ -214,10 +225,9 @@ fn frame_events(
     let mut skip = 0;
     loop {
         let mut stopped_at = None;
-        let frame = file
-            .frame(k)
+        let mut lines = file
+            .lines(k)
             .with_context(|| format!("{name}: cannot read"))?;
-        let mut lines = LineReader::new(frame);
         let mut n = 0;
         while let Some(line) = lines
             .next_line()
@@ -244,11 +254,12 @@ fn frame_events(
                 Ok(if stop { Flow::Stop } else { Flow::More })
             })?;
             if past {
-                return Ok(true);
+                return Ok(FrameEnd::Past);
             }
         }
         drop(lines);
         match stopped_at {
+            Some(_) if !prime => return Ok(FrameEnd::NeedsDefs),
             Some(at) => {
                 defs.prime(file, k)?;
                 skip = at;
@@ -259,32 +270,48 @@ fn frame_events(
     if defs.next == k {
         defs.next = k + 1;
     }
-    Ok(past)
+    Ok(FrameEnd::Done)
 }
 
-/// The last `n` selected events, decoding frames from the end until there are enough.
+/// Keeps the last `n` of what it is given.
+fn keep_last(kept: &mut VecDeque<Vec<u8>>, n: usize, bytes: &[u8]) {
+    if kept.len() == n {
+        kept.pop_front();
+    }
+    kept.push_back(bytes.to_vec());
+}
+
+/// The last `n` selected events, decoding frames from the end until there are enough. At
+/// the first frame whose interned lines need earlier definitions, the frames up to it are
+/// read once from the start instead (each frame read backwards would read all before it).
 fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
     let mut defs = Defs::default();
-    for k in (0..file.frames().len()).rev() {
-        if kept.len() >= n {
-            break;
-        }
+    let mut k = file.frames().len();
+    while k > 0 && kept.len() < n {
+        k -= 1;
         // This frame's last n selected events, in order, go before what is kept so far.
         let mut here: VecDeque<Vec<u8>> = VecDeque::new();
-        frame_events(file, k, select, &mut defs, &mut |bytes| {
-            if here.len() == n {
-                here.pop_front();
-            }
-            here.push_back(bytes.to_vec());
+        let want = n - kept.len();
+        let end = frame_events(file, k, select, &mut defs, false, &mut |b| {
+            keep_last(&mut here, want, b);
             Ok(())
         })?;
+        if end == FrameEnd::NeedsDefs {
+            here.clear();
+            for j in 0..=k {
+                frame_events(file, j, select, &mut defs, true, &mut |b| {
+                    keep_last(&mut here, want, b);
+                    Ok(())
+                })?;
+            }
+            k = 0;
+        }
         for e in here.into_iter().rev() {
             kept.push_front(e);
         }
     }
-    let skip = kept.len().saturating_sub(n);
-    for e in kept.iter().skip(skip) {
+    for e in &kept {
         write_line(sink, e)?;
     }
     Ok(())
@@ -295,9 +322,10 @@ fn seq_frames(file: &mut Seekable, select: &Select<'_>, sink: &mut Sink) -> Resu
     let from = select.seq.map_or(0, |r| r.start as i64);
     let mut defs = Defs::default();
     for k in file.first_frame_for_seq(from)..file.frames().len() {
-        if frame_events(file, k, select, &mut defs, &mut |bytes| {
+        let end = frame_events(file, k, select, &mut defs, true, &mut |bytes| {
             write_line(sink, bytes)
-        })? {
+        })?;
+        if end == FrameEnd::Past {
             break;
         }
     }

@@ -11,13 +11,16 @@ use std::path::Path;
 use super::index::Index;
 use super::reader::{FrameReader, Recovery};
 use super::walk::{self, End, Kind};
+use crate::io::LineReader;
 
-/// A data frame: where it is, and the seq of its first event when the index knows it.
+/// A data frame: where it is, and what the index knows of it (the seq of its first event;
+/// its lines and decompressed bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRef {
     pub offset: u64,
     pub len: u64,
     pub first_seq: Option<i64>,
+    pub size: Option<(u64, u64)>,
 }
 
 /// A compressed file whose frames are known without reading it through.
@@ -70,6 +73,17 @@ impl Seekable {
         let bytes = (&mut self.file).take(frame.len);
         Ok(FrameReader::new(bytes, &self.name, Recovery::Absolute))
     }
+
+    /// The lines of frame `k`, numbered (and their offsets counted) as in the whole file
+    /// when the index says how many lines and bytes the frames before it hold; else from
+    /// the frame's start.
+    pub fn lines(&mut self, k: usize) -> io::Result<LineReader<impl Read + '_>> {
+        let before = self.frames[..k]
+            .iter()
+            .try_fold((0, 0), |(l, b), f| f.size.map(|(fl, fb)| (l + fl, b + fb)));
+        let (lines, offset) = before.unwrap_or_default();
+        Ok(LineReader::starting_at(self.frame(k)?, lines, offset))
+    }
 }
 
 /// The data frames of `f`, or `None` when the file is not clean.
@@ -83,6 +97,7 @@ fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
                     offset: e.offset,
                     len: u64::from(e.compressed),
                     first_seq: e.first_seq,
+                    size: Some((u64::from(e.lines), u64::from(e.uncompressed))),
                 })
                 .collect(),
         ));
@@ -101,6 +116,7 @@ fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
                 offset: s.offset,
                 len: s.len,
                 first_seq: None,
+                size: None,
             })
             .collect(),
     ))

@@ -76,6 +76,12 @@ pub struct LineReader<R> {
 
 impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
+        LineReader::starting_at(inner, 0, 0)
+    }
+
+    /// A reader of a part of an input that follows `lines` lines and `offset` bytes, so its
+    /// lines get the numbers and offsets they have in the whole.
+    pub fn starting_at(inner: R, lines: u64, offset: u64) -> Self {
         LineReader {
             inner,
             buf: vec![0; INITIAL_CAPACITY],
@@ -83,8 +89,8 @@ impl<R: Read> LineReader<R> {
             end: 0,
             scanned: 0,
             eof: false,
-            number: 0,
-            offset: 0,
+            number: lines,
+            offset,
         }
     }
 
