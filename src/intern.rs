@@ -19,7 +19,9 @@
 //! trip is exact whatever the producer's key order, number spelling or escapes.
 //!
 //! A reader keeps the definitions it has read (in an unlinked temporary file, so memory
-//! holds only their places). A reference whose definition is missing (a damaged frame, a
+//! holds only their places) until a line's `free` says no later line refers to them (an
+//! array superseded by the next one at its path, everything at a window reset), so what it
+//! keeps stays near what the writer remembers. A reference whose definition is missing (a damaged frame, a
 //! file cut in front) or whose bytes do not match its crc32 is an error naming the line:
 //! a line is restored exactly or not at all.
 
@@ -63,14 +65,82 @@ pub fn is_interned(line: &[u8]) -> bool {
 }
 
 /// Values kept on disk by id; memory holds only where each one is.
-#[derive(Default)]
 pub struct Store {
     file: Option<File>,
     len: u64,
     at: HashMap<u64, (u64, usize)>,
+    /// Bytes of the file that freed values held, reclaimed by [`Store::compact`].
+    dead: u64,
+    /// The dead bytes it holds at least before it is compacted.
+    compact_min: u64,
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store {
+            file: None,
+            len: 0,
+            at: HashMap::new(),
+            dead: 0,
+            compact_min: 8 << 20,
+        }
+    }
 }
 
 impl Store {
+    /// Forgets the values with ids in `from..to`.
+    fn free(&mut self, from: u64, to: u64) -> io::Result<()> {
+        let mut dead = 0;
+        if to.saturating_sub(from) <= self.at.len() as u64 {
+            for id in from..to {
+                dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
+            }
+        } else {
+            self.at.retain(|id, &mut (_, len)| {
+                let keep = !(from..to).contains(id);
+                dead += if keep { 0 } else { len as u64 };
+                keep
+            });
+        }
+        self.dead += dead;
+        if self.dead >= self.compact_min && self.dead >= self.len / 2 {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the values still kept into a new file. Done only when at least half the file
+    /// is dead, so the bytes copied are at most the bytes freed since the last time.
+    fn compact(&mut self) -> io::Result<()> {
+        let Some(old) = self.file.take() else {
+            return Ok(());
+        };
+        let new = tempfile::tempfile()?;
+        let mut live: Vec<(u64, u64, usize)> = self
+            .at
+            .iter()
+            .map(|(&id, &(at, len))| (at, id, len))
+            .collect();
+        live.sort_unstable();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut pos = 0;
+        for (at, id, len) in live {
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(buf.len());
+                old.read_exact_at(&mut buf[..n], at + done as u64)?;
+                new.write_all_at(&buf[..n], pos + done as u64)?;
+                done += n;
+            }
+            self.at.insert(id, (pos, len));
+            pos += len as u64;
+        }
+        self.file = Some(new);
+        self.len = pos;
+        self.dead = 0;
+        Ok(())
+    }
+
     fn put(&mut self, id: u64, bytes: &[u8]) -> io::Result<()> {
         let file = match &mut self.file {
             Some(f) => f,
@@ -105,6 +175,7 @@ impl Store {
             f.set_len(0)?;
         }
         self.len = 0;
+        self.dead = 0;
         self.at.clear();
         Ok(())
     }
@@ -134,6 +205,10 @@ struct Header {
     v: u32,
     defs: Vec<[u64; 3]>,
     refs: Vec<[u64; 4]>,
+    /// Id ranges `[from, to)` no later line refers to (optional: written only when there
+    /// are some).
+    #[serde(default)]
+    free: Vec<[u64; 2]>,
 }
 
 /// The reading side: rebuilds interned lines, keeping the values they define.
@@ -143,6 +218,12 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// The values kept, their bytes, and the bytes of the file they are kept in.
+    pub fn kept(&self) -> (usize, u64, u64) {
+        let live = self.store.at.values().map(|&(_, len)| len as u64).sum();
+        (self.store.at.len(), live, self.store.len)
+    }
+
     /// Forgets every definition (a new input begins).
     pub fn clear(&mut self) -> io::Result<()> {
         self.store.clear()
@@ -196,6 +277,12 @@ impl Reader {
                 .filter(|r| r.end <= out.len())
                 .ok_or_else(|| Error::Malformed(format!("a def at {at}+{len} past the line")))?;
             self.store.put(id, &out[range])?;
+        }
+        for &[from, to] in &header.free {
+            if from > to {
+                return Err(Error::Malformed(format!("a free range {from}..{to}")));
+            }
+            self.store.free(from, to)?;
         }
         Ok(())
     }
@@ -253,11 +340,26 @@ pub struct Writer {
     scratch: Vec<u8>,
     /// The keys the last line defined, to be placed in their frame.
     last_defs: Vec<u64>,
-    /// The last array at each path (a hash of its keys): its id, its frame, and how many
-    /// `[0` refs lead from it to an array written whole.
-    arrays: HashMap<u64, (u64, u64, u32)>,
+    /// The last array at each path (a hash of its keys).
+    arrays: HashMap<u64, LastArray>,
     /// The paths of the arrays the last line defined.
     last_arrays: Vec<u64>,
+    /// Ids no later line will refer to, as `[from, to)` ranges, for the next interned line
+    /// to tell readers.
+    free: Vec<[u64; 2]>,
+}
+
+/// The last array at a path, for the next one there to refer to its beginning.
+#[derive(Clone, Copy)]
+struct LastArray {
+    id: u64,
+    /// The frame its line went into (`u64::MAX` while that line is being written).
+    frame: u64,
+    /// How many `[0` refs lead from it to an array written whole.
+    chain: u32,
+    /// Whether it is also a definition of its whole value, which any later line may refer
+    /// to: it is not freed when the next array at its path takes its place.
+    shared: bool,
 }
 
 /// A value the writer has defined.
@@ -305,6 +407,7 @@ impl Writer {
             last_defs: Vec::new(),
             arrays: HashMap::new(),
             last_arrays: Vec::new(),
+            free: Vec::new(),
         }
     }
 
@@ -324,7 +427,9 @@ impl Writer {
         if refs.is_empty() && defs.is_empty() && !is_interned(line) {
             return out.write_all(line);
         }
-        write_interned(line, &refs, &defs, out)
+        write_interned(line, &refs, &defs, &self.free, out)?;
+        self.free.clear();
+        Ok(())
     }
 
     /// A first pass over a line of an input that can be read twice (a file): values that
@@ -491,7 +596,13 @@ impl Writer {
         // path: every CHAIN-th array is written whole, so damage reaches CHAIN arrays
         // further at most.
         let mut depth = 0;
-        if let Some(&(last, frame, d)) = self.arrays.get(&path)
+        let before = self.arrays.get(&path).copied();
+        if let Some(LastArray {
+            id: last,
+            frame,
+            chain: d,
+            ..
+        }) = before
             && frame != u64::MAX
             && d + 1 < CHAIN
         {
@@ -526,11 +637,24 @@ impl Writer {
                 }
             }
         }
-        let id = match defs.last() {
-            Some(d) if d.start == start && d.end == end => d.id,
-            _ => self.define(b, start, end, defs)?,
+        let (id, shared) = match defs.last() {
+            Some(d) if d.start == start && d.end == end => (d.id, true),
+            _ => (self.define(b, start, end, defs)?, false),
         };
-        self.arrays.insert(path, (id, u64::MAX, depth));
+        // Only the last array at a path is referred to this way: the one before is dead.
+        if let Some(old) = before
+            && !old.shared
+            && self.arrays.contains_key(&path)
+        {
+            self.forget(old.id)?;
+        }
+        let array = LastArray {
+            id,
+            frame: u64::MAX,
+            chain: depth,
+            shared,
+        };
+        self.arrays.insert(path, array);
         self.last_arrays.push(path);
         Ok(from)
     }
@@ -565,9 +689,19 @@ impl Writer {
         }
         for path in self.last_arrays.drain(..) {
             if let Some(a) = self.arrays.get_mut(&path) {
-                a.1 = frame;
+                a.frame = frame;
             }
         }
+    }
+
+    /// Value `id` will not be referred to again: the writer forgets it, and so will readers.
+    fn forget(&mut self, id: u64) -> io::Result<()> {
+        self.store.free(id, id + 1)?;
+        match self.free.last_mut() {
+            Some(r) if r[1] == id => r[1] = id + 1,
+            _ => self.free.push([id, id + 1]),
+        }
+        Ok(())
     }
 
     /// Counts `n` more bytes remembered; past the window, forgets everything (a reader
@@ -580,6 +714,9 @@ impl Writer {
             self.arrays.clear();
             self.store.clear()?;
             self.remembered = 0;
+            // Readers forget everything defined so far too.
+            self.free.clear();
+            self.free.push([0, self.next_id]);
         }
         Ok(())
     }
@@ -644,6 +781,7 @@ fn write_interned<W: Write + ?Sized>(
     line: &[u8],
     refs: &[(Found, u32)],
     defs: &[Found],
+    free: &[[u64; 2]],
     out: &mut W,
 ) -> io::Result<()> {
     let mut head = Vec::with_capacity(64 + 24 * (refs.len() + defs.len()));
@@ -661,7 +799,16 @@ fn write_interned<W: Write + ?Sized>(
         write!(head, "{sep}[{},{},{len},{crc}]", r.start - shrunk, r.id)?;
         shrunk += len - r.placeholder().len();
     }
-    head.extend_from_slice(b"],\"line\":");
+    head.push(b']');
+    if !free.is_empty() {
+        head.extend_from_slice(b",\"free\":[");
+        for (k, [from, to]) in free.iter().enumerate() {
+            let sep = if k == 0 { "" } else { "," };
+            write!(head, "{sep}[{from},{to}]")?;
+        }
+        head.push(b']');
+    }
+    head.extend_from_slice(b",\"line\":");
     out.write_all(&head)?;
     let mut copied = 0;
     for (r, _) in refs {
@@ -733,7 +880,7 @@ impl<W: Framed> InternWriter<W> {
     /// interned is wrapped then.
     pub fn finish(mut self) -> io::Result<W> {
         if is_interned(&self.pending) && json::validate(&self.pending).is_ok() {
-            write_interned(&self.pending, &[], &[], &mut self.inner)?;
+            write_interned(&self.pending, &[], &[], &[], &mut self.inner)?;
         } else {
             self.inner.write_all(&self.pending)?;
         }
@@ -783,7 +930,10 @@ mod tests {
     }
 
     fn unpack(packed: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut r = Reader::default();
+        unpack_with(&mut Reader::default(), packed)
+    }
+
+    fn unpack_with(r: &mut Reader, packed: &[u8]) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();
         let mut line = Vec::new();
         for l in packed.split_inclusive(|&b| b == b'\n') {
@@ -850,6 +1000,72 @@ mod tests {
         for (k, line) in packed.split(|&b| b == b'\n').enumerate().skip(20).take(9) {
             assert!(line.windows(9).any(|w| w == b"\"hist\":[0"), "line {k}");
             assert!(line.len() < 600, "line {k}: {} bytes", line.len());
+        }
+        // Each history is dead once the next refers to it: a reader keeps about one.
+        let mut r = Reader::default();
+        assert_eq!(unpack_with(&mut r, &packed).unwrap(), want);
+        let (_, live, file) = r.kept();
+        let longest = lines.iter().map(String::len).max().unwrap() as u64;
+        assert!(
+            live <= 2 * longest,
+            "{live} bytes kept, the longest line {longest}"
+        );
+        assert!(file > 5 * live, "nothing was freed: {file}");
+    }
+
+    #[test]
+    fn a_window_reset_is_a_reset_for_readers_too() {
+        // Values that repeat once, in pairs, then never again: only the window keeps them.
+        let lines: Vec<String> = (0..200)
+            .map(|k| format!(r#"{{"k":{k},"v":{}}}"#, big(&format!("v{}", k / 3))))
+            .collect();
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let packed = pack(&refs, 256, 4096);
+        let mut r = Reader::default();
+        let want: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| l.bytes().chain([b'\n']))
+            .collect();
+        assert_eq!(unpack_with(&mut r, &packed).unwrap(), want);
+        assert!(String::from_utf8_lossy(&packed).contains(r#","free":[[0,"#));
+        let (_, live, file) = r.kept();
+        assert!(
+            live <= 4096 + 1000,
+            "{live} bytes kept against a window of 4096"
+        );
+        assert!(file > 4 * live);
+    }
+
+    #[test]
+    fn a_store_compacts_what_it_keeps_and_reads_it_back() {
+        let mut store = Store {
+            compact_min: 1000,
+            ..Store::default()
+        };
+        let value = |id: u64| {
+            format!("value {id} ")
+                .repeat(1 + id as usize % 50)
+                .into_bytes()
+        };
+        let mut put = 0;
+        for id in 0..400 {
+            store.put(id, &value(id)).unwrap();
+            put += value(id).len() as u64;
+            // Keep two of every 7; free the others, five at a time.
+            if id % 7 == 6 {
+                store.free(id - 5, id).unwrap();
+            }
+        }
+        assert!(store.len < put / 2, "compacted: {} of {put}", store.len);
+        assert_eq!(store.at.len(), 400 - 57 * 5);
+        for id in 0..400 {
+            let mut got = Vec::new();
+            let kept = store.get(id, &mut got).unwrap();
+            let want = id % 7 == 0 || id % 7 == 6;
+            assert_eq!(kept, want, "{id}");
+            if kept {
+                assert_eq!(got, value(id), "{id}");
+            }
         }
     }
 
