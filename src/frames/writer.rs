@@ -58,22 +58,52 @@ impl FrameOptions {
 /// frame, about 5 ms at 4 MiB.
 pub const DEFAULT_FRAME_SIZE: usize = 4 << 20;
 
-/// Where a frame is cut from `pending` (its length in bytes), if one is due: frames of
-/// about `size` bytes, each ending at a line end: the last one within the size, or the
-/// one after a line longer than the size.
-pub fn cut(pending: &[u8], size: usize) -> Option<usize> {
-    if pending.len() < size {
-        return None;
+/// Where frames are cut from pending bytes: frames of about `size` bytes, each ending at a
+/// line end: the last one within the size, or the one after a line longer than the size.
+/// It remembers how far such a line has been searched for its end, so that a long line
+/// written in many pieces is scanned once, not once a piece.
+#[derive(Debug, Clone, Copy)]
+pub struct Cutter {
+    size: usize,
+    /// Bytes of pending known to hold no line end past the size (0: none known).
+    searched: usize,
+}
+
+impl Cutter {
+    pub fn new(size: usize) -> Cutter {
+        Cutter { size, searched: 0 }
     }
-    let k = memchr::memrchr(b'\n', &pending[..size])
-        .or_else(|| memchr::memchr(b'\n', &pending[size..]).map(|k| k + size))?;
-    Some(k + 1)
+
+    /// The length of the next frame to cut from `pending`, if one is due. Call
+    /// [`Cutter::reset`] whenever bytes are taken from the front of `pending`.
+    pub fn next(&mut self, pending: &[u8]) -> Option<usize> {
+        let size = self.size;
+        if pending.len() < size {
+            return None;
+        }
+        let within = match self.searched {
+            0 => memchr::memrchr(b'\n', &pending[..size]),
+            _ => None,
+        };
+        let k = within.or_else(|| {
+            let from = self.searched.max(size);
+            let k = memchr::memchr(b'\n', &pending[from..]).map(|k| k + from);
+            self.searched = if k.is_none() { pending.len() } else { 0 };
+            k
+        })?;
+        Some(k + 1)
+    }
+
+    /// Bytes were taken from the front of pending: what was searched is unknown again.
+    pub fn reset(&mut self) {
+        self.searched = 0;
+    }
 }
 
 /// Counts the frames [`FrameWriter`] would cut from the same bytes, for output that is not
 /// framed (`sess pack --plain`) but must hold the same lines as the frames do.
 pub struct FrameCount {
-    size: usize,
+    cutter: Cutter,
     pending: Vec<u8>,
     pub frames: u64,
 }
@@ -81,7 +111,7 @@ pub struct FrameCount {
 impl FrameCount {
     pub fn new(size: usize) -> FrameCount {
         FrameCount {
-            size,
+            cutter: Cutter::new(size),
             pending: Vec::new(),
             frames: 0,
         }
@@ -93,8 +123,9 @@ impl FrameCount {
 
     pub fn add(&mut self, buf: &[u8]) {
         self.pending.extend_from_slice(buf);
-        while let Some(n) = cut(&self.pending, self.size) {
+        while let Some(n) = self.cutter.next(&self.pending) {
             self.pending.drain(..n);
+            self.cutter.reset();
             self.frames += 1;
         }
     }
@@ -109,6 +140,7 @@ pub struct FrameWriter<W: Write> {
     compressor: zstd::bulk::Compressor<'static>,
     /// Uncompressed bytes not yet in a frame; may end inside a line.
     pending: Vec<u8>,
+    cutter: Cutter,
     zbuf: Vec<u8>,
     ledger: Ledger,
     /// What [`FrameWriter::offer_same`] offered.
@@ -125,6 +157,7 @@ impl<W: Write> FrameWriter<W> {
             opts,
             compressor,
             pending: Vec::new(),
+            cutter: Cutter::new(opts.frame_size),
             zbuf: Vec::new(),
             ledger: Ledger::default(),
             same: None,
@@ -206,6 +239,7 @@ impl<W: Write> FrameWriter<W> {
 
     /// Compresses the first `n` pending bytes into one frame.
     fn emit(&mut self, n: usize) -> io::Result<()> {
+        self.cutter.reset();
         let data = &self.pending[..n];
         self.zbuf.clear();
         self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
@@ -330,7 +364,7 @@ impl<W: Write> Write for FrameWriter<W> {
         {
             self.emit(k + 1)?;
         }
-        while let Some(n) = cut(&self.pending, self.opts.frame_size) {
+        while let Some(n) = self.cutter.next(&self.pending) {
             self.emit(n)?;
         }
         Ok(buf.len())
@@ -385,6 +419,37 @@ mod tests {
             at += u64::from(e.compressed);
         }
         assert_eq!(lines, 5000);
+    }
+
+    #[test]
+    fn long_lines_in_small_pieces_are_cut_as_when_written_whole() {
+        // Lines far longer than the frame, between short ones.
+        let data: Vec<u8> = (0..40)
+            .flat_map(|i| {
+                format!("{{\"i\":{i},\"x\":\"{}\"}}\n", "z".repeat(i * 517 % 9000)).into_bytes()
+            })
+            .collect();
+        let opts = FrameOptions::new(3, 2048);
+        let (whole, index) = write_all(&data, opts, data.len());
+        for chunk in [1, 7, 300, 4096] {
+            let (pieces, _) = write_all(&data, opts, chunk);
+            assert!(pieces == whole, "in pieces of {chunk}");
+            let mut count = FrameCount::new(2048);
+            for c in data.chunks(chunk) {
+                count.add(c);
+            }
+            let last = u64::from(count.pending() > 0);
+            assert_eq!(count.frames + last, index.entries.len() as u64, "{chunk}");
+        }
+        let mut at = 0usize;
+        for e in &index.entries {
+            let frame = &whole[at..at + e.compressed as usize];
+            let plain = zstd::decode_all(frame).unwrap();
+            assert!(plain.ends_with(b"\n"));
+            // A frame holds several lines only while they fit.
+            assert!(plain.len() <= 2048 || plain.iter().filter(|&&b| b == b'\n').count() == 1);
+            at += e.compressed as usize;
+        }
     }
 
     #[test]
