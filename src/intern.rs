@@ -463,7 +463,7 @@ impl Writer {
             return;
         }
         self.survey_seen.insert(key, at);
-        self.surveyed += v.len() as u64;
+        self.surveyed += weight(v.len());
         if v[0] == b'"' || depth >= MAX_DEPTH {
             return;
         }
@@ -707,7 +707,7 @@ impl Writer {
     /// Counts `n` more bytes remembered; past the window, forgets everything (a reader
     /// keeps every definition, so forgetting is always safe, only less thorough).
     fn remember(&mut self, n: usize) -> io::Result<()> {
-        self.remembered += n as u64;
+        self.remembered += weight(n);
         if self.remembered > self.window {
             self.seen.clear();
             self.defs.clear();
@@ -720,6 +720,12 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// What a value of `len` bytes counts against the window: at least [`DEFAULT_MIN`], so that
+/// however small `--intern-min` is, the tables hold at most window / 256 entries.
+fn weight(len: usize) -> u64 {
+    len.max(DEFAULT_MIN) as u64
 }
 
 /// A value's hash-table key: its crc32 and length. Two different values with one key only
@@ -1034,6 +1040,31 @@ mod tests {
             "{live} bytes kept against a window of 4096"
         );
         assert!(file > 4 * live);
+    }
+
+    #[test]
+    fn tiny_values_cannot_grow_the_tables_past_the_window() {
+        // Thousands of distinct values of a few bytes each, against a window of 64 KiB.
+        let window = 64 << 10;
+        let mut w = Writer::new(2, window);
+        let mut out = Vec::new();
+        for i in 0..2000 {
+            let items: Vec<String> = (0..50).map(|j| format!("\"{i}.{j}\"")).collect();
+            let line = format!("[{}]", items.join(","));
+            w.survey(line.as_bytes());
+            w.line(line.as_bytes(), &mut out).unwrap();
+        }
+        let most = (window / DEFAULT_MIN as u64) as usize + 1;
+        assert!(
+            w.survey_seen.len() <= most,
+            "{} surveyed",
+            w.survey_seen.len()
+        );
+        assert!(
+            w.seen.len() + w.defs.len() <= most,
+            "{} remembered",
+            w.seen.len()
+        );
     }
 
     #[test]

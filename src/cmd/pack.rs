@@ -83,7 +83,8 @@ pub struct Args {
     #[arg(long, value_name = "BYTES")]
     pub intern_min: Option<usize>,
 
-    /// The most bytes of distinct values remembered for --intern-min (then it starts over).
+    /// The most bytes of distinct values remembered for --intern-min (then it starts over;
+    /// a value smaller than 256 bytes counts as 256, which bounds the tables).
     #[arg(long, value_name = "BYTES", default_value_t = intern::DEFAULT_WINDOW)]
     pub intern_window: u64,
 
