@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use std::path::Path;
 
 use crate::frames::FrameWriter;
-use crate::frames::writer::FrameCount;
+use crate::frames::index::Index;
+use crate::frames::writer::{Cutter, FrameCount, ONLY_FRAME_LEVEL};
 use crate::intern::{self, InternWriter};
 use crate::profile::{Choice, Chooser, Overrides};
 use crate::rows;
@@ -236,6 +237,146 @@ impl<W: Write> intern::Framed for FrameWriter<W> {
     }
 }
 
+/// What `sess pack` would write, estimated as it goes (`sess stats`). The `--plain` rows
+/// written to it are counted, then interned as the packer interns them, cut into frames
+/// as the frame writer cuts them, and each frame is compressed at level 3 (after the
+/// interning, that is a small part of the cost). An estimate only because it reads the
+/// input once, as from a pipe: the packer, given a file, surveys it first and defines a
+/// value where it first occurs, not where it occurs again, and writes a log of one frame
+/// as the input came when that is smaller.
+pub struct Estimate {
+    plain: u64,
+    frames: InternWriter<Frames>,
+}
+
+/// The figures of an [`Estimate`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Estimated {
+    /// What `sess pack --plain` writes.
+    pub plain: u64,
+    /// What the frames hold: the rows, interned.
+    pub interned: u64,
+    /// The bytes interning refers to instead of writing them again.
+    pub referenced: u64,
+    pub frames: u64,
+    /// What `sess pack` writes, estimated: the frames and their index.
+    pub packed: u64,
+}
+
+impl Estimate {
+    /// An estimate for frames of `frame_size` (`sess pack` cuts [`DEFAULT_FRAME_SIZE`]).
+    pub fn new(frame_size: usize) -> io::Result<Estimate> {
+        let mut compressor = zstd::bulk::Compressor::new(3)?;
+        compressor.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
+        compressor.set_parameter(zstd::stream::raw::CParameter::ContentSizeFlag(true))?;
+        let interning = Interning {
+            min: intern::DEFAULT_MIN,
+            window: intern::DEFAULT_WINDOW,
+        };
+        let frames = Frames {
+            cutter: Cutter::new(frame_size),
+            pending: Vec::new(),
+            frames: 0,
+            bytes: 0,
+            compressed: 0,
+            compressor,
+        };
+        Ok(Estimate {
+            plain: 0,
+            frames: InternWriter::new(frames, interning.writer(frame_size)),
+        })
+    }
+
+    /// The input ended: the last frame is cut, and the figures are final.
+    pub fn finish(self) -> io::Result<Estimated> {
+        let (_, referenced) = self.frames.counts();
+        let mut s = self.frames.finish()?;
+        // A log of one frame is also compressed at a stronger level, as the packer does
+        // (with its checksum, as the frame writer writes it).
+        let strong = match s.frames {
+            0 => Some(zstd::bulk::compress(&s.pending, ONLY_FRAME_LEVEL)?.len() as u64 + 4),
+            _ => None,
+        };
+        if !s.pending.is_empty() {
+            s.frame(s.pending.len())?;
+        }
+        if let Some(strong) = strong {
+            s.compressed = s.compressed.min(strong);
+        }
+        let index = if s.frames > 1 {
+            Index::encoded_len(s.frames as usize)
+        } else {
+            0
+        };
+        Ok(Estimated {
+            plain: self.plain,
+            interned: s.bytes,
+            referenced,
+            frames: s.frames,
+            packed: s.compressed + index,
+        })
+    }
+}
+
+impl Write for Estimate {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.plain += buf.len() as u64;
+        self.frames.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Frames as the frame writer cuts them, compressed and counted.
+struct Frames {
+    cutter: Cutter,
+    pending: Vec<u8>,
+    frames: u64,
+    bytes: u64,
+    /// The bytes the frames compressed to.
+    compressed: u64,
+    compressor: zstd::bulk::Compressor<'static>,
+}
+
+impl Frames {
+    fn frame(&mut self, n: usize) -> io::Result<()> {
+        self.compressed += self.compressor.compress(&self.pending[..n])?.len() as u64;
+        self.frames += 1;
+        self.bytes += n as u64;
+        self.pending.drain(..n);
+        self.cutter.reset();
+        Ok(())
+    }
+}
+
+impl Write for Frames {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(n) = self.cutter.next(&self.pending) {
+            self.frame(n)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl intern::Framed for Frames {
+    fn next_frame(&self) -> u64 {
+        self.frames
+    }
+
+    fn last_line_frame(&self) -> u64 {
+        self.frames
+            .saturating_sub(u64::from(self.pending.is_empty()))
+    }
+}
+
 /// What the reading side of a stream sends.
 pub enum Msg {
     /// A new input begins (its path, when it is a file).
@@ -293,5 +434,65 @@ pub fn stream<W: Write>(
             }
             Ok(Msg::Interrupt(sig)) => return Ok((events, Ended::Signal(sig))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::writer::FrameOptions;
+
+    /// Text of `n` words, different for each `seed`.
+    fn words(seed: usize, n: usize) -> String {
+        const WORDS: [&str; 12] = [
+            "read", "the", "file", "error", "fix", "build", "test", "value", "path", "line",
+            "token", "stream",
+        ];
+        let mut x = (seed as u64).wrapping_mul(2_862_933_555_777_941_757) + 3_037_000_493;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                WORDS[(x >> 33) as usize % WORDS.len()]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A history that grows by a message a line, with a blob repeated in every line.
+    fn growing(lines: usize) -> Vec<u8> {
+        let blob = words(0, 600);
+        let mut out = String::new();
+        for k in 1..=lines {
+            let hist: Vec<String> = (0..k)
+                .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, words(i + 1, 40)))
+                .collect();
+            out += &format!(
+                "{{\"k\":{k},\"blob\":\"{blob}\",\"hist\":[{}]}}\n",
+                hist.join(",")
+            );
+        }
+        out.into_bytes()
+    }
+
+    #[test]
+    fn the_estimate_is_what_frames_written_as_from_a_pipe_hold() {
+        let log = growing(150);
+        let size = 16 << 10;
+        let mut estimate = Estimate::new(size).unwrap();
+        let writer = FrameWriter::new(Vec::new(), FrameOptions::new(3, size)).unwrap();
+        let interning = Interning {
+            min: intern::DEFAULT_MIN,
+            window: intern::DEFAULT_WINDOW,
+        };
+        let mut out = Out::frames(writer, interning);
+        estimate.write_all(&log).unwrap();
+        out.writer().write_all(&log).unwrap();
+        let real = out.finish().unwrap().len() as f64;
+        let e = estimate.finish().unwrap();
+        assert_eq!(e.plain, log.len() as u64);
+        assert!(e.referenced > log.len() as u64 * 9 / 10, "{e:?}");
+        assert!(e.frames > 12, "{e:?}");
+        // The same interning, the same frames: the same bytes, but for the index.
+        assert_eq!(e.packed as f64, real, "{e:?}");
     }
 }

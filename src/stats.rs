@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::filter::{Filter, FilterOptions};
 use crate::io::Line;
-use crate::pack::Packer;
+use crate::pack::{Estimate, Estimated, Packer};
 use crate::profile::detect::{Detected, Detector};
 use crate::profile::{Choice, Chooser, Overrides, registry};
 
@@ -62,7 +62,8 @@ pub struct Stats {
     /// Logical events (packed rows expanded) and their bytes.
     events: Tally,
     packer: Packer,
-    packed: ByteCount,
+    /// What the packer writes, on its way to an estimate of the frames.
+    packed: Estimate,
     filter: Filter,
     filtered: ByteCount,
     /// The first value found at one of the profile's version paths.
@@ -104,8 +105,10 @@ pub struct FileReport {
     /// Logical events: packed rows count as the events they hold.
     pub logical_events: u64,
     pub logical_bytes: u64,
-    /// Bytes `sess pack --plain` would write.
+    /// Bytes `sess pack --plain` would write (rows, no interning).
     pub packed_bytes: u64,
+    /// What `sess pack` would write, estimated (see `docs/FORMAT.md`, "sess stats").
+    pub pack: PackEstimate,
     /// The profile `sess filter` would choose, and the bytes it would write.
     pub filter_profile: String,
     pub filtered_bytes: u64,
@@ -120,6 +123,29 @@ pub struct StatsReport {
     pub total: Totals,
 }
 
+/// What `sess pack` would write to zstd frames, estimated.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct PackEstimate {
+    /// The bytes of the frames' content: the rows, with repeated values interned.
+    pub interned_bytes: u64,
+    /// The bytes interning refers to instead of writing them again.
+    pub referenced_bytes: u64,
+    pub frames: u64,
+    /// The estimate: the frames, compressed, and their index.
+    pub bytes: u64,
+}
+
+impl From<Estimated> for PackEstimate {
+    fn from(e: Estimated) -> PackEstimate {
+        PackEstimate {
+            interned_bytes: e.interned,
+            referenced_bytes: e.referenced,
+            frames: e.frames,
+            bytes: e.packed,
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct Totals {
     pub files: u64,
@@ -128,6 +154,8 @@ pub struct Totals {
     pub logical_events: u64,
     pub logical_bytes: u64,
     pub packed_bytes: u64,
+    /// The sum of the estimates of what `sess pack` would write.
+    pub pack_estimate_bytes: u64,
     pub filtered_bytes: u64,
 }
 
@@ -154,7 +182,8 @@ impl Stats {
             kinds,
             events: Tally::default(),
             packer,
-            packed: ByteCount::default(),
+            packed: Estimate::new(crate::frames::writer::DEFAULT_FRAME_SIZE)
+                .expect("a zstd compressor at level 3"),
             filter,
             filtered: ByteCount::default(),
             version: None,
@@ -221,6 +250,8 @@ impl Stats {
         let _ = self.packer.end_input(&mut self.packed);
         let _ = self.filter.end_input(&mut self.filtered);
         let detected = self.detected();
+        // Counters and a compressor in memory (and the interner's temporary file).
+        let estimated = self.packed.finish().unwrap_or_default();
         let profile = detected
             .profile
             .clone()
@@ -260,7 +291,8 @@ impl Stats {
             torn_lines: self.torn,
             logical_events: self.events.count,
             logical_bytes: self.events.bytes,
-            packed_bytes: self.packed.0,
+            packed_bytes: estimated.plain,
+            pack: estimated.into(),
             filter_profile: self
                 .filter
                 .profile()
@@ -282,6 +314,7 @@ impl StatsReport {
             total.logical_events += f.logical_events;
             total.logical_bytes += f.logical_bytes;
             total.packed_bytes += f.packed_bytes;
+            total.pack_estimate_bytes += f.pack.bytes;
             total.filtered_bytes += f.filtered_bytes;
         }
         StatsReport { files, total }
@@ -320,9 +353,10 @@ impl StatsReport {
             );
             let _ = writeln!(
                 out,
-                "sess pack would write: {} ({:.1}% of the logical bytes)",
-                human_bytes(t.packed_bytes),
-                percent(t.packed_bytes, t.logical_bytes)
+                "sess pack would write: about {} ({:.1}% of the logical bytes; --plain: {})",
+                human_bytes(t.pack_estimate_bytes),
+                percent(t.pack_estimate_bytes, t.logical_bytes),
+                human_bytes(t.packed_bytes)
             );
         }
         out
@@ -423,11 +457,19 @@ impl FileReport {
             percent(self.filtered_bytes, self.logical_bytes),
             self.filter_profile
         );
+        let p = &self.pack;
         let _ = writeln!(
             out,
-            "sess pack would write: {} ({:.1}% of the logical bytes)",
+            "sess pack would write: about {} ({:.1}% of the logical bytes, {} frame(s))",
+            human_bytes(p.bytes),
+            percent(p.bytes, self.logical_bytes),
+            p.frames,
+        );
+        let _ = writeln!(
+            out,
+            "  rows alone (--plain): {}; repeats written as references: {}",
             human_bytes(self.packed_bytes),
-            percent(self.packed_bytes, self.logical_bytes)
+            human_bytes(p.referenced_bytes)
         );
         if self.torn_lines > 0 {
             let _ = writeln!(out, "torn lines (no final newline): {}", self.torn_lines);

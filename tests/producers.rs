@@ -227,6 +227,14 @@ fn check_dir(dir: &Path) -> (usize, u64) {
         let back = stdout_ok(sess().arg("unpack").write_stdin(packed));
         assert!(back == input, "{}: pack --plain round trip", f.display());
         let z = stdout_ok(sess().arg("pack").arg(f));
+        // What stats estimates pack writes (sampled, as from a pipe) is near what it writes.
+        let estimate = stats["files"][0]["pack"]["bytes"].as_u64().unwrap() as f64;
+        let real = z.len() as f64;
+        assert!(
+            estimate >= 0.97 * real && estimate <= 1.05 * real + 128.0,
+            "{}: stats estimates {estimate} bytes, pack writes {real}",
+            f.display()
+        );
         let back = stdout_ok(sess().arg("unpack").write_stdin(z));
         assert!(back == input, "{}: pack round trip", f.display());
         // In small frames, repeats lie in other frames: values are interned.

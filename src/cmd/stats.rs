@@ -15,9 +15,11 @@ const LONG_ABOUT: &str = "Show where the bytes of a log go: for each top-level e
 bytes (with the newline), share of all bytes and largest line, then totals, and the dialect \
 of the log (pi session file, pi --mode json old or new generation, DeepSeek Harness, op list) \
 told from its header and type vocabulary. Packed rows are counted as lines of their own \
-type; the number of logical events they hold, and the bytes 'sess pack' would write, follow \
-the table. Each input gets its own section, with its own dialect, and several inputs end \
-with their totals.";
+type; the number of logical events they hold, and the bytes 'sess filter' and 'sess pack' \
+would write, follow the table. What 'sess pack' would write is found by packing as the log \
+is read (rows, interned repeats, zstd frames at level 3): exact for a log from a pipe, a \
+little above what it writes for a file, which it reads twice. Each input gets its own \
+section, with its own dialect, and several inputs end with their totals.";
 
 const EXAMPLES: &str = "Examples:
   sess stats run.jsonl

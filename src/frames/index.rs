@@ -56,6 +56,11 @@ impl fmt::Display for IndexError {
 impl std::error::Error for IndexError {}
 
 impl Index {
+    /// The bytes of the skippable frame that indexes `frames` frames.
+    pub fn encoded_len(frames: usize) -> u64 {
+        (8 + HEAD_LEN + frames * ENTRY_LEN + TRAILER_LEN) as u64
+    }
+
     /// The whole skippable frame holding this index.
     pub fn encode(&self) -> Vec<u8> {
         let payload_len = HEAD_LEN + self.entries.len() * ENTRY_LEN + TRAILER_LEN;
