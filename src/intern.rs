@@ -53,8 +53,10 @@ pub const MAX_LINE: usize = 1 << 32;
 const ARRAY_MIN: usize = 4096;
 
 /// The longest chain of `[0` refs (each to the array before at its path) before an array
-/// is written whole again.
-const CHAIN: u32 = 16;
+/// is written whole again. Each whole copy is a history zstd cannot see again (the last one
+/// lies many frames back): on a 1 GiB Claude Code log, 64 instead of 16 wrote 3.8 MB
+/// instead of 4.6 MB, and a frame of 4 MiB holds far more than 64 steps anyway.
+const CHAIN: u32 = 64;
 
 /// Nesting below this depth is not looked into (the scanner recurses).
 const MAX_DEPTH: usize = 64;

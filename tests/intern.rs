@@ -11,7 +11,7 @@ use common::{sess, stdout_ok};
 fn growing_log() -> Vec<u8> {
     let blob = "b".repeat(3000);
     let mut out = String::new();
-    for k in 1..80 {
+    for k in 1..150 {
         let hist: Vec<String> = (0..k)
             .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(150 + i % 7)))
             .collect();
@@ -189,8 +189,17 @@ fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
         .unwrap()
         .unwrap()
         .0;
-    // A flip in the middle of a frame in the middle: later lines need what it defines.
-    let e = index.entries[index.entries.len() / 2];
+    // A flip in the middle of the frame holding line 30: its histories are past 4 KiB, so
+    // each is defined for the next, and later lines need what it defines.
+    let mut before = 0;
+    let e = *index
+        .entries
+        .iter()
+        .find(|e| {
+            before += u64::from(e.lines);
+            before >= 30
+        })
+        .unwrap();
     z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
     let bad = dir.path().join("bad.zst");
     std::fs::write(&bad, &z).unwrap();
@@ -231,8 +240,9 @@ fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
     // What is left reads back whole; its only flaw is the gap in seq the loss left.
     let out = sess().arg("verify").arg(&fixed).output().unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
-    // (In this log a line's seq is its number.)
+    // (In this log a line's seq is its number.) The chain of refs ends, and lines follow.
     let next = (gone[0]..).find(|n| !gone.contains(n)).unwrap();
+    assert!(next <= original.len() as u64, "{gone:?}");
     let gap = format!("seq {next} where {} was expected", gone[0]);
     assert!(
         report.ends_with("1 problem(s)\n") && report.contains(&gap),
