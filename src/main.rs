@@ -3,13 +3,19 @@ use std::process::ExitCode;
 mod cli;
 mod cmd;
 mod range;
+mod units;
+
+use std::io::Write;
 
 use clap::Parser;
 use cli::{Cli, Command};
 use sess::io::signals::Interrupted;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
     // Temporary output files must not outlive a Ctrl-C; without the handler a signal would
     // kill the process before it could remove them.
     if let Err(e) = sess::io::signals::install() {
@@ -48,5 +54,20 @@ fn main() -> ExitCode {
             eprintln!("sess: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Help, the version or a usage error, as clap words them; help that cannot be written
+/// (`sess --help > /dev/full`) is an error like any other failed write.
+fn usage(e: clap::Error) -> ExitCode {
+    let to_stdout = !e.use_stderr();
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    match written {
+        // A reader that went away (`sess --help | head -1`) is not an error.
+        Err(w) if to_stdout && w.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("sess: error: cannot write to stdout: {w}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }

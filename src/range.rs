@@ -20,6 +20,18 @@ impl Range {
     pub fn is_past(&self, n: u64) -> bool {
         self.end.is_some_and(|e| n >= e)
     }
+
+    /// A range of 1-based positions (`--lines`): as [`FromStr`], but a 0 written in it is
+    /// refused (`..B` still starts at the first).
+    pub fn one_based(s: &str) -> Result<Range, String> {
+        let range: Range = s.parse()?;
+        let (start, end) = s.split_once("..").unwrap_or((s, s));
+        let zero = |t: &str| t.trim().parse::<u64>() == Ok(0);
+        if zero(start) || zero(end) {
+            return Err(format!("'{s}': lines are numbered from 1"));
+        }
+        Ok(range)
+    }
 }
 
 impl FromStr for Range {
@@ -63,6 +75,18 @@ impl fmt::Display for Range {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_ranges_start_at_one() {
+        assert_eq!(Range::one_based("1..5"), "1..5".parse());
+        assert_eq!(Range::one_based("..5"), "..5".parse());
+        for bad in ["0", "0..5", "..0", " 0 .."] {
+            assert!(
+                Range::one_based(bad).unwrap_err().contains("from 1"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn parses_forms() {

@@ -121,8 +121,7 @@ fn cat_selects_lines_and_tail() {
         .args(["cat", "--tail", "0"])
         .arg(testdata("dsh.jsonl"))
         .assert()
-        .success()
-        .stdout("");
+        .code(2);
     sess()
         .args(["cat", "--lines", "4..2"])
         .arg(testdata("dsh.jsonl"))
@@ -598,4 +597,130 @@ fn every_command_runs_on_every_fixture() {
         .arg(testdata("oplist.jsonl"))
         .assert()
         .success();
+}
+
+#[test]
+fn sizes_and_durations_take_units() {
+    let log = testdata("pi-old.jsonl");
+    let exact = sess()
+        .args([
+            "pack",
+            "--plain",
+            "--intern-min",
+            "256",
+            "--frame-size",
+            "1024",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let with_unit = sess()
+        .args([
+            "pack",
+            "--plain",
+            "--intern-min",
+            "0.25K",
+            "--frame-size",
+            "1K",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    // 0.25K is not a size: sizes are whole numbers.
+    assert_eq!(with_unit.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&with_unit.stderr).contains("whole number"));
+    let with_unit = sess()
+        .args([
+            "pack",
+            "--plain",
+            "--intern-min",
+            "256B",
+            "--frame-size",
+            "1KiB",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(exact.status.success() && with_unit.stdout == exact.stdout);
+    let bounded = |bytes: &str| {
+        sess()
+            .args([
+                "filter",
+                "--include-live-events",
+                "--max-frame-bytes",
+                bytes,
+            ])
+            .arg(&log)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(bounded("2K").stdout, bounded("2048").stdout);
+    assert_eq!(bounded("1023").status.code(), Some(2));
+    sess()
+        .args(["pack", "--plain", "--window", "2s"])
+        .arg(&log)
+        .assert()
+        .success();
+    sess()
+        .args(["pack", "--plain", "--window", "2h"])
+        .arg(&log)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown unit"));
+}
+
+#[test]
+fn line_positions_start_at_one_and_a_seq_range_on_a_log_without_seq_says_so() {
+    let log = testdata("pi-old.jsonl");
+    for args in [["--lines", "0"], ["--lines", "0..3"], ["--tail", "0"]] {
+        sess().arg("cat").args(args).arg(&log).assert().code(2);
+    }
+    sess()
+        .args(["cat", "--lines", "..2"])
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout(predicate::function(|o: &[u8]| {
+            o.iter().filter(|&&b| b == b'\n').count() == 2
+        }));
+    sess()
+        .args(["cat", "--seq", "1..5"])
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "no event read has a top-level seq",
+        ));
+    // A log with seq says nothing.
+    sess()
+        .args(["cat", "--seq", "1..2"])
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .success()
+        .stderr("");
+}
+
+#[test]
+fn help_that_cannot_be_written_is_an_error() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+        .args(["pack", "--help"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to stdout"));
+    // A reader that went away is not one.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+        .arg("--help")
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stderr.is_empty());
 }

@@ -40,7 +40,7 @@ fn files(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
             .to_string_lossy()
             .into_owned();
         let top = rel.split(['/', '.']).next().unwrap().to_string();
-        if ["main", "cli", "cmd", "range", "lib"].contains(&top.as_str()) {
+        if ["main", "cli", "cmd", "range", "units", "lib"].contains(&top.as_str()) {
             continue;
         }
         if p.is_dir() {

@@ -43,7 +43,7 @@ pub struct Args {
 
     /// Keep only events at these 1-based positions, counted across all inputs (A..B, A.., ..B
     /// or N; inclusive).
-    #[arg(long, value_name = "RANGE", conflicts_with = "seq")]
+    #[arg(long, value_name = "RANGE", conflicts_with = "seq", value_parser = Range::one_based)]
     pub lines: Option<Range>,
 
     /// Keep only events whose top-level "seq" is in this range (A..B, A.., ..B or N;
@@ -51,8 +51,9 @@ pub struct Args {
     #[arg(long, value_name = "RANGE")]
     pub seq: Option<Range>,
 
-    /// Print only the last N selected events.
-    #[arg(long, value_name = "N")]
+    /// Print only the last N selected events (N at least 1).
+    #[arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub tail: Option<usize>,
 }
 
@@ -60,6 +61,8 @@ pub struct Args {
 struct Select<'a> {
     types: &'a [String],
     seq: Option<Range>,
+    /// Whether an event with a seq was seen (with --seq): if none was, the user is told.
+    saw_seq: std::cell::Cell<bool>,
 }
 
 impl Select<'_> {
@@ -69,6 +72,7 @@ impl Select<'_> {
             let Some(s) = event::seq(bytes).and_then(|s| u64::try_from(s).ok()) else {
                 return (false, false);
             };
+            self.saw_seq.set(true);
             if !r.contains(s) {
                 return (false, r.end.is_some_and(|e| s > e));
             }
@@ -85,6 +89,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let select = Select {
         types: &args.types,
         seq: args.seq,
+        saw_seq: std::cell::Cell::new(false),
     };
     let mut sink = args.io.sink()?;
     // Seeking reads frames as they are: under skip-corrupt (which can skip lines of
@@ -104,6 +109,12 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         (Some(mut file), Some(n)) => tail_frames(&mut file, n, &select, &mut sink)?,
         (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink)?,
         (None, _) => sequential(&args, &inputs, &select, g, &mut sink)?,
+    }
+    if select.seq.is_some() && !select.saw_seq.get() {
+        eprintln!(
+            "sess: warning: no event read has a top-level seq, so --seq selected none \
+             (--lines selects by position)"
+        );
     }
     Ok(sink.finish()?)
 }
@@ -140,7 +151,6 @@ fn sequential(
                 return Ok(Flow::More);
             }
             match args.tail {
-                Some(0) => {}
                 Some(n) => {
                     if tail.len() == n {
                         tail.pop_front();

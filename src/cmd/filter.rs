@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::{ClassArg, Global, IoArgs};
+use crate::units;
 use sess::event::LastLine;
 use sess::filter::{Filter, FilterOptions};
 use sess::input::Flow;
@@ -73,8 +74,8 @@ pub struct Args {
     pub keep_boundaries: bool,
 
     /// The most serialized bytes a kept frame may take (at least 1024).
-    #[arg(long, value_name = "N", default_value_t = 262_144,
-          value_parser = clap::value_parser!(u64).range(1024..))]
+    #[arg(long, value_name = "BYTES", default_value = "256K",
+          value_parser = units::bytes_in(1024, u64::MAX))]
     pub max_frame_bytes: u64,
 
     /// Write only the input events of one class, untouched (for looking into a log).

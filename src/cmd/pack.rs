@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::{Global, IoArgs, LayoutArg};
+use crate::units;
 use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
@@ -48,6 +49,12 @@ const EXAMPLES: &str = "Examples:
   sess pack --layout dsh events.jsonl -o session.jsonl.zstd
   sess pack --plain session.jsonl | sess unpack | cmp - session.jsonl";
 
+// The --frame-size default is written "4M" for the help text.
+const _: () = assert!(DEFAULT_FRAME_SIZE == 4 << 20);
+
+// The --intern-window default is written "1G".
+const _: () = assert!(intern::DEFAULT_WINDOW == 1 << 30);
+
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
@@ -62,9 +69,10 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub level: i32,
 
-    /// Cut a frame once this many uncompressed bytes are pending (at a line end).
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_FRAME_SIZE as u64,
-          value_parser = clap::value_parser!(u64).range(1..=(1 << 30)))]
+    /// Cut a frame once this many uncompressed bytes are pending (at a line end; K, M, G
+    /// suffixes, 1024-based).
+    #[arg(long, value_name = "BYTES", default_value = "4M",
+          value_parser = units::bytes_in(1, 1 << 30))]
     pub frame_size: u64,
 
     /// The frame layout: sess (frames and an index) or dsh (DeepSeek Harness's: the header
@@ -72,20 +80,21 @@ pub struct Args {
     #[arg(long, value_name = "LAYOUT", default_value = "sess")]
     pub layout: LayoutArg,
 
-    /// Streaming: flush a frame this many milliseconds after its first pending line.
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    /// Streaming: flush a frame this long after its first pending line (milliseconds, or
+    /// with ms, s or m).
+    #[arg(long, value_name = "MS", default_value = "200ms", value_parser = units::parse_millis)]
     pub window: u64,
 
     /// Write a JSON string, array or object of at least this many bytes (as written) that
     /// occurred earlier in the file as a reference to its earlier copy, across frames
     /// (zstd sees repeats only within a frame). 0 turns it off. Default: 256 in frames;
     /// none with --plain (DeepSeek Harness's packed JSONL) or --layout dsh.
-    #[arg(long, value_name = "BYTES")]
-    pub intern_min: Option<usize>,
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes_in(0, u32::MAX as u64))]
+    pub intern_min: Option<u64>,
 
     /// The most bytes of distinct values remembered for --intern-min (then it starts over;
     /// a value smaller than 256 bytes counts as 256, which bounds the tables).
-    #[arg(long, value_name = "BYTES", default_value_t = intern::DEFAULT_WINDOW)]
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = units::parse_bytes)]
     pub intern_window: u64,
 
     /// Sync the output file after every frame.
@@ -114,7 +123,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         (LayoutArg::Dsh, ..) => pack::Interning::NONE,
         (_, true, None) => pack::Interning::NONE,
         (_, _, min) => pack::Interning {
-            min: min.unwrap_or(intern::DEFAULT_MIN),
+            min: min.map_or(intern::DEFAULT_MIN, |m| m as usize),
             window: args.intern_window,
         },
     };
