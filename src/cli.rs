@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use sess::frames::{Layout, Recovery};
 use sess::input::{Input, OpenOptions};
+use sess::io::sink::Existing;
 use sess::profile::Class;
 
 use crate::cmd;
@@ -49,6 +50,10 @@ pub struct IoArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Replace FILE if it exists (without -f an existing file is refused, as zstd does).
+    #[arg(short, long, requires = "output")]
+    pub force: bool,
+
     #[command(flatten)]
     pub damage: Damage,
 }
@@ -62,9 +67,19 @@ impl IoArgs {
         self.damage.open_options(g)
     }
 
-    /// The output, refused when it is one of the inputs.
+    /// The output, refused when it is one of the inputs (or exists, without --force).
     pub fn sink(&self) -> sess::error::Result<sess::io::Sink> {
-        sess::io::Sink::open(self.output.as_deref(), &Input::paths(&self.inputs()))
+        let inputs = Input::paths(&self.inputs());
+        sess::io::Sink::open(self.output.as_deref(), &inputs, existing(self.force))
+    }
+}
+
+/// What `-f` (`--force`) says of an output file that exists.
+pub fn existing(force: bool) -> Existing {
+    if force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
     }
 }
 
@@ -87,6 +102,17 @@ pub struct Output {
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists (without -f an existing file is refused, as zstd does).
+    #[arg(short, long, requires = "output")]
+    pub force: bool,
+}
+
+impl Output {
+    /// The output, refused when it is one of `inputs` (or exists, without --force).
+    pub fn sink(&self, inputs: &[PathBuf]) -> sess::error::Result<sess::io::Sink> {
+        sess::io::Sink::open(self.output.as_deref(), inputs, existing(self.force))
+    }
 }
 
 /// How a command that reads compressed input treats damage.

@@ -156,6 +156,7 @@ fn cat_writes_output_file_atomically() {
     sess()
         .arg("cat")
         .arg(&badf)
+        .arg("-f")
         .arg("-o")
         .arg(&out)
         .assert()
@@ -723,4 +724,52 @@ fn help_that_cannot_be_written_is_an_error() {
         .output()
         .unwrap();
     assert!(out.status.success() && out.stderr.is_empty());
+}
+
+#[test]
+fn an_existing_output_is_replaced_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    std::fs::write(&out, "precious\n").unwrap();
+    let log = testdata("pi-old.jsonl");
+    for cmd in [
+        &["cat"][..],
+        &["filter"],
+        &["pack"],
+        &["stats"],
+        &["unpack"],
+    ] {
+        sess()
+            .args(cmd)
+            .arg(&log)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "already exists; -f (--force) replaces it",
+            ));
+        assert_eq!(std::fs::read(&out).unwrap(), b"precious\n", "{cmd:?}");
+    }
+    sess()
+        .args(["repair", "-o"])
+        .arg(&out)
+        .arg(&log)
+        .assert()
+        .code(1);
+    sess()
+        .args(["cat", "--force", "-o"])
+        .arg(&out)
+        .arg(&log)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&log).unwrap());
+    // A device is written to, as before; -f means nothing without -o.
+    sess()
+        .arg("cat")
+        .arg(&log)
+        .args(["-o", "/dev/null"])
+        .assert()
+        .success();
+    sess().args(["cat", "-f"]).arg(&log).assert().code(2);
 }

@@ -148,6 +148,7 @@ fn repair_of_a_compressed_file_applies_the_torn_line_rule_to_its_last_line() {
     sess()
         .arg("repair")
         .arg(&unterminated)
+        .arg("-f")
         .arg("-o")
         .arg(&fixed)
         .assert()

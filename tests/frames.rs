@@ -257,7 +257,7 @@ fn stock_zstd_reads_sess_output() {
         );
         // One frame holds the packed JSONL or, when that is smaller, the input as it was.
         sess()
-            .args(["pack", "-o"])
+            .args(["pack", "-f", "-o"])
             .arg(&out)
             .arg(testdata(f))
             .assert()

@@ -127,7 +127,7 @@ fn output_through_a_symlink_replaces_its_target_and_keeps_the_link() {
     sess()
         .arg("cat")
         .arg(testdata("dsh.jsonl"))
-        .arg("-o")
+        .args(["-f", "-o"])
         .arg(&link)
         .assert()
         .success();

@@ -133,7 +133,7 @@ fn a_stream_that_fails_at_once_leaves_an_existing_file_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("x.zst");
     std::fs::write(&file, b"precious").unwrap();
-    let (child, mut stdin) = spawn(&["pack", "-o", "x.zst"], dir.path());
+    let (child, mut stdin) = spawn(&["pack", "-f", "-o", "x.zst"], dir.path());
     stdin
         .write_all(b"{\"type\":\"text-chunks\",\"seq0\":-1,\"time0\":0,\"data\":{}}\n")
         .unwrap();
@@ -150,9 +150,10 @@ fn two_streaming_packs_into_one_file_cannot_interleave() {
     stdin.write_all(chunk(0).as_bytes()).unwrap();
     stdin.flush().unwrap();
     std::thread::sleep(Duration::from_millis(400));
-    // The second writer is told, and fails before it writes a byte.
+    // The second writer is told, and fails before it writes a byte (-f: replacing is not
+    // what stops it).
     sess()
-        .args(["pack", "-o"])
+        .args(["pack", "-f", "-o"])
         .arg(dir.path().join("x.zst"))
         .write_stdin(chunk(100))
         .assert()

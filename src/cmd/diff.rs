@@ -11,7 +11,6 @@ use sess::delta::oplist;
 use sess::delta::wire::Encoder;
 use sess::delta::{Op, is_base};
 use sess::input::{Flow, Input};
-use sess::io::Sink;
 use sess::value::Value;
 
 const ABOUT: &str = "Turn a stream of JSON snapshots into an op list";
@@ -46,7 +45,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = Input::list(args.file.as_slice());
-    let mut sink = Sink::open(args.output.output.as_deref(), &Input::paths(&inputs))?;
+    let mut sink = args.output.sink(&Input::paths(&inputs))?;
     let mut encoder = Encoder::default();
     let mut prev: Option<Value> = None;
     let mut seq = 0u64;

@@ -114,9 +114,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     // A stream's frames must survive a crash as they are written, so its output file is
     // written in place; anything else goes through a temporary file and a rename.
     let sink = if streaming {
-        Sink::streaming(args.io.output.as_deref(), &paths, args.fsync)?
+        let existing = crate::cli::existing(args.io.force);
+        Sink::streaming(args.io.output.as_deref(), &paths, existing, args.fsync)?
     } else {
-        Sink::open(args.io.output.as_deref(), &paths)?
+        args.io.sink()?
     };
     // DeepSeek Harness reads its own layout, which holds no interned lines.
     let interning = match (args.layout, args.plain, args.intern_min) {

@@ -81,10 +81,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut out = Printer {
         args: &args,
         name: name.clone(),
-        sink: Sink::open(
-            args.output.output.as_deref(),
-            &Input::paths(std::slice::from_ref(&input)),
-        )?,
+        sink: args
+            .output
+            .sink(&Input::paths(std::slice::from_ref(&input)))?,
     };
     let replayer = match &input {
         Input::Path(p) if !input::file_is_zstd(p)? => out.plain_file(p, opts)?,

@@ -42,6 +42,10 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE", conflicts_with = "in_place")]
     pub output: Option<PathBuf>,
 
+    /// Replace FILE if it exists (without -f an existing file is refused, as zstd does).
+    #[arg(short, long, requires = "output")]
+    pub force: bool,
+
     /// Replace FILE with the repaired log, atomically.
     #[arg(long)]
     pub in_place: bool,
@@ -56,7 +60,9 @@ pub fn run(args: Args) -> Result<()> {
         (args.output.clone(), vec![args.file.clone()])
     };
     let mut f = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
-    let mut sink = Sink::open(target.as_deref(), &inputs)?;
+    // --in-place replaces its file by definition.
+    let existing = crate::cli::existing(args.force || args.in_place);
+    let mut sink = Sink::open(target.as_deref(), &inputs, existing)?;
     let report = if input::file_is_zstd(&args.file)? {
         sink.refuse_terminal("compressed output")?;
         let opts = writer::FrameOptions {

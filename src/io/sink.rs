@@ -56,8 +56,8 @@ impl Sink {
     }
 
     /// `None` or `-` is stdout. `inputs` are the files read, which the output must not be.
-    pub fn open(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Sink> {
-        let (name, real, meta) = match resolve(path, inputs)? {
+    pub fn open(path: Option<&Path>, inputs: &[PathBuf], existing: Existing) -> Result<Sink> {
+        let (name, real, meta) = match resolve(path, inputs, existing)? {
             Resolved::Done(sink) => return Ok(sink),
             Resolved::File { name, real, meta } => (name, real, meta),
         };
@@ -79,8 +79,13 @@ impl Sink {
 
     /// A file written in place for a stream (see the module docs); `None` or `-` is stdout.
     /// With `fsync`, every flush also syncs the file's data to disk.
-    pub fn streaming(path: Option<&Path>, inputs: &[PathBuf], fsync: bool) -> Result<Sink> {
-        let (name, real, meta) = match resolve(path, inputs)? {
+    pub fn streaming(
+        path: Option<&Path>,
+        inputs: &[PathBuf],
+        existing: Existing,
+        fsync: bool,
+    ) -> Result<Sink> {
+        let (name, real, meta) = match resolve(path, inputs, existing)? {
             Resolved::Done(sink) => return Ok(sink),
             Resolved::File { name, real, meta } => (name, real, meta),
         };
@@ -262,7 +267,16 @@ enum Resolved {
     },
 }
 
-fn resolve(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Resolved> {
+/// Whether a sink may replace a regular file that exists (devices and FIFOs are written to
+/// whatever this says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Refused, as zstd refuses without `-f`: a typo must not cost a file.
+    Refuse,
+    Replace,
+}
+
+fn resolve(path: Option<&Path>, inputs: &[PathBuf], existing: Existing) -> Result<Resolved> {
     let Some(p) = path.filter(|p| p.as_os_str() != "-") else {
         return Ok(Resolved::Done(Sink::stdout()));
     };
@@ -270,7 +284,7 @@ fn resolve(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Resolved> {
     let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
     let meta = fs::metadata(&real).ok();
     if let Some(m) = &meta {
-        check_target(&name, m, inputs)?;
+        check_target(&name, m, inputs, existing)?;
         if !m.is_file() {
             let w = BufWriter::with_capacity(BUFFER, open_direct(p)?);
             return Ok(Resolved::Done(Sink {
@@ -282,8 +296,14 @@ fn resolve(path: Option<&Path>, inputs: &[PathBuf]) -> Result<Resolved> {
     Ok(Resolved::File { name, real, meta })
 }
 
-/// Refuses a target that is a directory or one of the inputs.
-fn check_target(name: &str, target: &fs::Metadata, inputs: &[PathBuf]) -> Result<()> {
+/// Refuses a target that is a directory or one of the inputs, and an existing file unless
+/// it may be replaced.
+fn check_target(
+    name: &str,
+    target: &fs::Metadata,
+    inputs: &[PathBuf],
+    existing: Existing,
+) -> Result<()> {
     let refuse = |message: &str| {
         Err(Error::Output {
             path: name.to_string(),
@@ -303,6 +323,9 @@ fn check_target(name: &str, target: &fs::Metadata, inputs: &[PathBuf]) -> Result
             "is also an input; write to another file (sess never reads and replaces a file at \
              once)",
         );
+    }
+    if target.is_file() && existing == Existing::Refuse {
+        return refuse("already exists; -f (--force) replaces it");
     }
     Ok(())
 }
