@@ -17,11 +17,16 @@ use crate::cmd;
     name = "sess",
     version,
     about = "Make agent session logs small, safe and easy to read",
-    long_about = "sess reads the JSONL session logs that AI coding agents (pi, DeepSeek Harness) \
-write: plain, zstd-compressed or packed. Every command reads files or stdin ('-' or no file) \
+    long_about = "sess reads the JSONL session logs that AI coding agents (Claude Code, Codex, \
+Gemini CLI, pi, DeepSeek Harness) write: plain, zstd-compressed or packed. Every command reads files or stdin ('-' or no file) \
 and writes JSONL to stdout unless -o FILE is given; output files are written atomically.\n\n\
 Exit status: 0 on success, 1 on an error (bad input, I/O), 2 on a usage error.",
-    after_help = "Run 'sess COMMAND --help' for a command's options and examples."
+    after_help = "Examples:
+  sess stats ~/.claude/projects/*/*.jsonl
+  sess filter run.jsonl | jq -c 'select(.type == \"assistant\")'
+  sess pack run.jsonl -o run.jsonl.zst
+
+Run 'sess COMMAND --help' for a command's options and examples."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -223,22 +228,64 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// Renders one man page per command: `sess.1` and `sess-NAME.1`.
+/// Renders one man page per command: `sess.1` and `sess-NAME.1`. A command's synopsis reads
+/// `sess NAME` as it is typed, its options include those every command takes (`--quiet`),
+/// and its examples are under EXAMPLES.
 pub fn man_pages() -> Vec<(String, Vec<u8>)> {
-    let root = command();
+    // No `sess help` page: `sess COMMAND --help` and these pages say the same. Building
+    // the tree gives each command the global options.
+    let mut root = command().disable_help_subcommand(true);
+    root.build();
     let mut pages = vec![("sess.1".to_string(), render_man(root.clone()))];
     for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("sess-{}", sub.get_name());
-        let sub = sub.clone().name(name.clone());
+        let sub = sub
+            .clone()
+            .name(name.clone())
+            .bin_name(format!("sess {}", sub.get_name()));
         pages.push((format!("{name}.1"), render_man(sub)));
     }
     pages
 }
 
+/// One of clap_mangen's section renderers.
+type Section = fn(&clap_mangen::Man, &mut dyn std::io::Write) -> std::io::Result<()>;
+
 fn render_man(cmd: clap::Command) -> Vec<u8> {
+    let examples = cmd.get_after_help().map(|h| h.to_string());
+    // The examples get a section of their own below.
+    let man = clap_mangen::Man::new(cmd.clone().after_help(None::<&str>));
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd)
-        .render(&mut out)
-        .expect("rendering to a Vec cannot fail");
+    let sections: [Section; 5] = [
+        clap_mangen::Man::render_title,
+        clap_mangen::Man::render_name_section,
+        clap_mangen::Man::render_synopsis_section,
+        clap_mangen::Man::render_description_section,
+        clap_mangen::Man::render_options_section,
+    ];
+    for section in sections {
+        section(&man, &mut out).expect("rendering to a Vec cannot fail");
+    }
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(&mut out)
+            .expect("rendering to a Vec cannot fail");
+    }
+    if let Some(text) = examples {
+        let (heading, body) = match text.strip_prefix("Examples:\n") {
+            Some(body) => ("EXAMPLES", body),
+            None => ("NOTES", text.as_str()),
+        };
+        let mut part = Vec::new();
+        clap_mangen::Man::new(clap::Command::new("x").after_help(body.to_string()))
+            .render_extra_section(&mut part)
+            .expect("rendering to a Vec cannot fail");
+        let text =
+            String::from_utf8_lossy(&part).replacen(".SH EXTRA", &format!(".SH {heading}"), 1);
+        out.extend(text.into_bytes());
+    }
+    if cmd.get_version().is_some() {
+        man.render_version_section(&mut out)
+            .expect("rendering to a Vec cannot fail");
+    }
     out
 }

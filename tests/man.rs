@@ -54,3 +54,32 @@ fn man_pages_are_fresh() {
         pages.len()
     );
 }
+
+#[test]
+fn pages_read_as_the_commands_are_typed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let root = std::fs::read_to_string(dir.join("sess.1")).unwrap();
+    assert!(
+        !root.contains("sess\\-help"),
+        "no page for `sess help` is shipped"
+    );
+    assert!(root.contains(".SH EXAMPLES"));
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let Some(cmd) = name.strip_prefix("sess-") else {
+            continue;
+        };
+        let page = std::fs::read_to_string(&path).unwrap();
+        let synopsis = page.split(".SH SYNOPSIS\n").nth(1).unwrap();
+        assert!(
+            synopsis.starts_with(&format!("\\fBsess {cmd}\\fR")),
+            "{name}: {}",
+            synopsis.lines().next().unwrap()
+        );
+        assert!(!page.contains(".SH EXTRA"), "{name}");
+        assert!(page.contains(".SH EXAMPLES"), "{name}: no examples");
+        // The options every command takes are on every page.
+        assert!(page.contains("\\-\\-quiet"), "{name}: no --quiet");
+    }
+}
