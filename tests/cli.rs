@@ -773,3 +773,49 @@ fn an_existing_output_is_replaced_only_with_force() {
         .success();
     sess().args(["cat", "-f"]).arg(&log).assert().code(2);
 }
+
+#[test]
+fn help_says_what_unpack_expands_and_what_diff_keeps() {
+    let help = |cmd: &str| {
+        String::from_utf8(sess().args([cmd, "--help"]).output().unwrap().stdout).unwrap()
+    };
+    let unpack = help("unpack");
+    for what in ["text-chunks", "snapshot-deltas", "interned lines"] {
+        assert!(unpack.contains(what), "unpack --help: {what}");
+    }
+    let diff = help("diff");
+    assert!(diff.contains("key order") && diff.contains("1.50 comes back as 1.5"));
+    // What diff says is what recover does.
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps.jsonl");
+    std::fs::write(&snaps, "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":1,\"c\":1.50}\n").unwrap();
+    let list = sess().arg("diff").arg(&snaps).output().unwrap().stdout;
+    let ops = dir.path().join("ops.jsonl");
+    std::fs::write(&ops, list).unwrap();
+    sess()
+        .arg("recover")
+        .arg(&ops)
+        .assert()
+        .success()
+        .stdout("{\"a\":1,\"b\":3,\"c\":1.5}\n");
+}
+
+#[test]
+fn a_dsh_header_without_version_is_dsh_by_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    std::fs::write(
+        &log,
+        "{\"type\":\"session\",\"id\":\"x\",\"createdAt\":1,\"cwd\":\"/tmp\"}\n\
+         {\"type\":\"request/header\",\"seq\":0,\"time\":1,\"data\":{}}\n",
+    )
+    .unwrap();
+    let stats = sess()
+        .args(["stats", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap()
+        .stdout;
+    let v: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    assert_eq!(v["files"][0]["dialect"], "dsh");
+}

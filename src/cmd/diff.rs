@@ -22,7 +22,9 @@ append, or by a front truncation plus an append when the new text overlaps the e
 old (a rolling window, found by a bounded, verified scan), else by a set; arrays by one \
 splice between their common prefix and suffix; objects by per-key sets and deletes. Every \
 snapshot gets a record, an empty one when nothing changed. 'sess recover' of the output \
-gives the last snapshot.";
+gives the last snapshot as a value: equal to it, but not always spelled the same (an object \
+keeps the key order it first had, with new keys last, and numbers and strings are written as \
+JSON.stringify writes them: 1.50 comes back as 1.5), so compare values, not bytes.";
 
 const EXAMPLES: &str = "Examples:
   sess diff snapshots.jsonl > list.jsonl && sess recover list.jsonl

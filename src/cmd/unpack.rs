@@ -13,7 +13,9 @@ const ABOUT: &str = "Expand packed rows (chunk rows, snapshot-delta rows) back i
 const LONG_ABOUT: &str = "Expand packed rows back into the events they hold; every other line is \
 copied byte for byte. text-chunks, reasoning-chunks and tool-call-chunks rows give back DSH's \
 assistant/chunk events; snapshot-deltas rows give back each snapshot frame, rebuilt from the \
-first one and its op batches. Rows are validated strictly (exact key sets, types, dt length, \
+first one and its op batches (with their \\r back when the row says \"eol\":\"\\r\\n\"); \
+interned lines (sess pack's long-range dedup) give back the line they stand for, their \
+references put back and checked by length and crc32. Rows are validated strictly (exact key sets, types, dt length, \
 non-empty members, every member's seq and time a safe integer, every batch valid); a bad row \
 is an error naming its file and line. Chunk rows without seq0/time0 (DSH's normalized test \
 fixtures) expand to events without seq/time.\n\n\
