@@ -97,14 +97,14 @@ pub struct FileReport {
     pub producer_version: Option<String>,
     /// Kinds the profile does not know (they are facts), largest first.
     pub unknown_kinds: Vec<String>,
-    /// Physical lines (a packed row is one).
-    pub events: u64,
+    /// Lines as stored (a packed row is one), and their bytes.
+    pub lines: u64,
     pub bytes: u64,
     pub largest: u64,
     pub torn_lines: u64,
-    /// Logical events: packed rows count as the events they hold.
-    pub logical_events: u64,
-    pub logical_bytes: u64,
+    /// Events: a packed row counts as the events it holds, and their bytes.
+    pub events: u64,
+    pub event_bytes: u64,
     /// Bytes `sess pack --plain` would write (rows, no interning).
     pub packed_bytes: u64,
     /// What `sess pack` would write, estimated (see `docs/FORMAT.md`, "sess stats").
@@ -116,12 +116,17 @@ pub struct FileReport {
     pub types: Vec<KindRow>,
 }
 
-/// Every input, and the totals over them.
+/// Every input, and the totals over them: what `stats --json` prints.
 #[derive(Debug, Serialize)]
 pub struct StatsReport {
+    /// `sess-stats/1`: the keys below, as `docs/FORMAT.md` ("`sess stats --json`") says.
+    pub schema: &'static str,
     pub files: Vec<FileReport>,
     pub total: Totals,
 }
+
+/// The version of what `stats --json` writes.
+pub const SCHEMA: &str = "sess-stats/1";
 
 /// What `sess pack` would write to zstd frames, estimated.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -149,10 +154,10 @@ impl From<Estimated> for PackEstimate {
 #[derive(Debug, Default, Serialize)]
 pub struct Totals {
     pub files: u64,
-    pub events: u64,
+    pub lines: u64,
     pub bytes: u64,
-    pub logical_events: u64,
-    pub logical_bytes: u64,
+    pub events: u64,
+    pub event_bytes: u64,
     pub packed_bytes: u64,
     /// The sum of the estimates of what `sess pack` would write.
     pub pack_estimate_bytes: u64,
@@ -285,12 +290,12 @@ impl Stats {
             dialect_description: detected.describe,
             producer_version: self.version,
             unknown_kinds,
-            events: self.lines.count,
+            lines: self.lines.count,
             bytes: self.lines.bytes,
             largest: self.lines.largest,
             torn_lines: self.torn,
-            logical_events: self.events.count,
-            logical_bytes: self.events.bytes,
+            events: self.events.count,
+            event_bytes: self.events.bytes,
             packed_bytes: estimated.plain,
             pack: estimated.into(),
             filter_profile: self
@@ -309,15 +314,19 @@ impl StatsReport {
         let mut total = Totals::default();
         for f in &files {
             total.files += 1;
-            total.events += f.events;
+            total.lines += f.lines;
             total.bytes += f.bytes;
-            total.logical_events += f.logical_events;
-            total.logical_bytes += f.logical_bytes;
+            total.events += f.events;
+            total.event_bytes += f.event_bytes;
             total.packed_bytes += f.packed_bytes;
             total.pack_estimate_bytes += f.pack.bytes;
             total.filtered_bytes += f.filtered_bytes;
         }
-        StatsReport { files, total }
+        StatsReport {
+            schema: SCHEMA,
+            files,
+            total,
+        }
     }
 
     /// Tables for people: a section per input (headed by its name when there are several),
@@ -340,22 +349,22 @@ impl StatsReport {
                 out,
                 "== total: {} inputs, {} lines, {} ({} logical events in {})",
                 t.files,
-                t.events,
+                t.lines,
                 human_bytes(t.bytes),
-                t.logical_events,
-                human_bytes(t.logical_bytes)
+                t.events,
+                human_bytes(t.event_bytes)
             );
             let _ = writeln!(
                 out,
                 "sess filter would write: {} ({:.1}% of the logical bytes)",
                 human_bytes(t.filtered_bytes),
-                percent(t.filtered_bytes, t.logical_bytes)
+                percent(t.filtered_bytes, t.event_bytes)
             );
             let _ = writeln!(
                 out,
                 "sess pack would write: about {} ({:.1}% of the logical bytes; --plain: {})",
                 human_bytes(t.pack_estimate_bytes),
-                percent(t.pack_estimate_bytes, t.logical_bytes),
+                percent(t.pack_estimate_bytes, t.event_bytes),
                 human_bytes(t.packed_bytes)
             );
         }
@@ -427,9 +436,9 @@ impl FileReport {
             [
                 "total",
                 "",
-                &self.events.to_string(),
+                &self.lines.to_string(),
                 &human_bytes(self.bytes),
-                if self.events > 0 { "100.0%" } else { "0.0%" },
+                if self.lines > 0 { "100.0%" } else { "0.0%" },
                 &human_bytes(self.largest),
                 &human_bytes(self.filtered_bytes),
             ],
@@ -442,19 +451,19 @@ impl FileReport {
                 self.filter_profile
             );
         }
-        if self.logical_events != self.events {
+        if self.events != self.lines {
             let _ = writeln!(
                 out,
                 "logical events (packed rows expanded): {} in {}",
-                self.logical_events,
-                human_bytes(self.logical_bytes)
+                self.events,
+                human_bytes(self.event_bytes)
             );
         }
         let _ = writeln!(
             out,
             "sess filter would write: {} ({:.1}% of the logical bytes; profile {})",
             human_bytes(self.filtered_bytes),
-            percent(self.filtered_bytes, self.logical_bytes),
+            percent(self.filtered_bytes, self.event_bytes),
             self.filter_profile
         );
         let p = &self.pack;
@@ -462,7 +471,7 @@ impl FileReport {
             out,
             "sess pack would write: about {} ({:.1}% of the logical bytes, {} frame(s))",
             human_bytes(p.bytes),
-            percent(p.bytes, self.logical_bytes),
+            percent(p.bytes, self.event_bytes),
             p.frames,
         );
         let _ = writeln!(
@@ -535,7 +544,7 @@ mod tests {
         s.add_line(&line(br#"{"type":"b"}"#, false));
         s.add_line(&line(b"[1]", true));
         let r = s.report();
-        assert_eq!(r.events, 4);
+        assert_eq!(r.lines, 4);
         assert_eq!(r.bytes, 13 + 23 + 12 + 4);
         assert_eq!(r.torn_lines, 1);
         assert_eq!(r.types[0].kind, "a");

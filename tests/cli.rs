@@ -819,3 +819,34 @@ fn a_dsh_header_without_version_is_dsh_by_what_follows() {
     let v: serde_json::Value = serde_json::from_slice(&stats).unwrap();
     assert_eq!(v["files"][0]["dialect"], "dsh");
 }
+
+#[test]
+fn every_command_says_cannot_write_to_stdout_and_exits_1() {
+    let log = testdata("pi-old.jsonl");
+    let log = log.to_str().unwrap();
+    let runs: [&[&str]; 9] = [
+        &["cat", log],
+        &["stats", log],
+        &["stats", "--json", log],
+        &["filter", "--stats", log],
+        &["pack", "--plain", log],
+        &["unpack", log],
+        &["verify", log],
+        &["profiles"],
+        &["completions", "bash"],
+    ];
+    for args in runs {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
+    }
+}
