@@ -393,11 +393,11 @@ impl FileReport {
             .unwrap_or(4)
             .max("type".len())
             .max("total".len());
-        let row = |out: &mut String, cells: [&str; 7]| {
-            let [kind, class, count, bytes, share, largest, kept] = cells;
+        let row = |out: &mut String, cells: [&str; 8]| {
+            let [kind, class, count, bytes, share, bar, largest, kept] = cells;
             let _ = writeln!(
                 out,
-                "{kind:<width$}  {class:<8}  {count:>10}  {bytes:>12}  {share:>6}  {largest:>12}  {kept:>12}"
+                "{kind:<width$}  {class:<8}  {count:>10}  {bytes:>12}  {share:>6} {bar:<BAR$}  {largest:>12}  {kept:>12}"
             );
         };
         row(
@@ -408,6 +408,7 @@ impl FileReport {
                 "count",
                 "bytes",
                 "share",
+                "",
                 "largest",
                 "filter keeps",
             ],
@@ -426,6 +427,7 @@ impl FileReport {
                     &t.count.to_string(),
                     &human_bytes(t.bytes),
                     &format!("{:.1}%", t.share * 100.0),
+                    &bar(t.share),
                     &human_bytes(t.largest),
                     &human_bytes(t.filtered_bytes),
                 ],
@@ -439,6 +441,7 @@ impl FileReport {
                 &self.lines.to_string(),
                 &human_bytes(self.bytes),
                 if self.lines > 0 { "100.0%" } else { "0.0%" },
+                "",
                 &human_bytes(self.largest),
                 &human_bytes(self.filtered_bytes),
             ],
@@ -485,6 +488,20 @@ impl FileReport {
         }
         out
     }
+}
+
+/// The width of the share bars, in characters.
+const BAR: usize = 10;
+
+/// A share (0 to 1) drawn as a bar of [`BAR`] characters, in eighths of one.
+fn bar(share: f64) -> String {
+    const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = (share.clamp(0.0, 1.0) * (BAR * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if !eighths.is_multiple_of(8) {
+        s.push(EIGHTHS[eighths % 8]);
+    }
+    s
 }
 
 /// A version as found: a string's text, anything else as written.
@@ -553,6 +570,16 @@ mod tests {
         assert!(r.types.iter().any(|t| t.kind == NO_TYPE && t.bytes == 4));
         let table = r.render();
         assert!(table.contains("total"), "{table}");
+    }
+
+    #[test]
+    fn draws_shares_as_bars() {
+        assert_eq!(bar(0.0), "");
+        assert_eq!(bar(1.0), "█".repeat(BAR));
+        assert_eq!(bar(0.5), "█████");
+        assert_eq!(bar(0.0125), "▏");
+        assert_eq!(bar(0.665), "██████▋");
+        assert!(bar(2.0).chars().count() == BAR);
     }
 
     #[test]
