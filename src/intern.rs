@@ -58,6 +58,12 @@ const ARRAY_MIN: usize = 4096;
 /// instead of 4.6 MB, and a frame of 4 MiB holds far more than 64 steps anyway.
 const CHAIN: u32 = 64;
 
+/// How many frames back a value's definition may lie for a ref to it: an older one is
+/// defined again where the value occurs, so that damage reaches this many frames at most
+/// through refs to whole values. (Rewriting a hot value every 8 frames, 32 MiB by
+/// default, costs little.)
+const REFRESH: u64 = 8;
+
 /// Nesting below this depth is not looked into (the scanner recurses).
 const MAX_DEPTH: usize = 64;
 
@@ -508,6 +514,13 @@ impl Writer {
             // the line is whole): zstd sees the repeat, and does better with it.
             Some(d) if d.frame >= self.frame && d.literal => return Ok(()),
             Some(d) if d.frame == u64::MAX => {}
+            // Defined too many frames back: defined again here instead, so that a lost
+            // frame costs the lines of the next REFRESH frames, not every later line that
+            // repeats a value it held. (The old id is not freed: an array may still be
+            // known by it.)
+            Some(d) if d.frame.saturating_add(REFRESH) <= self.frame => {
+                defined = Some(self.define_at(key, b, start, end, defs)?);
+            }
             Some(Def { id, .. }) => {
                 self.scratch.clear();
                 if self.store.get(id, &mut self.scratch)? && self.scratch == v {
@@ -528,18 +541,7 @@ impl Writer {
             None if self.repeated.contains(&key)
                 || self.seen.get(&key).is_some_and(|&f| f < self.frame) =>
             {
-                let id = self.define(b, start, end, defs)?;
-                // Until the line is written its frame is a guess; `placed` corrects it.
-                self.defs.insert(
-                    key,
-                    Def {
-                        id,
-                        frame: u64::MAX,
-                        literal: true,
-                    },
-                );
-                defined = Some(key);
-                self.last_defs.push(key);
+                defined = Some(self.define_at(key, b, start, end, defs)?);
             }
             None => {
                 if !self.seen.contains_key(&key) {
@@ -659,6 +661,27 @@ impl Writer {
         self.arrays.insert(path, array);
         self.last_arrays.push(path);
         Ok(from)
+    }
+
+    /// Defines the value `b[start..end]` (its key `key`) here, for later lines to refer to.
+    fn define_at(
+        &mut self,
+        key: u64,
+        b: &[u8],
+        start: usize,
+        end: usize,
+        defs: &mut Vec<Found>,
+    ) -> io::Result<u64> {
+        let id = self.define(b, start, end, defs)?;
+        // Until the line is written its frame is a guess; `placed` corrects it.
+        let def = Def {
+            id,
+            frame: u64::MAX,
+            literal: true,
+        };
+        self.defs.insert(key, def);
+        self.last_defs.push(key);
+        Ok(key)
     }
 
     /// Defines `b[start..end]` under a new id, for the line's header and later refs.

@@ -284,3 +284,59 @@ fn input_lines_that_read_as_interned_stay_what_they_read_as() {
         .success();
     assert_eq!(stdout_ok(sess().arg("cat").arg(&packed)), seen);
 }
+
+#[test]
+fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
+    // Every line repeats one blob, as a Claude Code subagent repeats its prompt; each has
+    // text of its own. A lost frame must not cost every later line.
+    let blob = "p".repeat(1500);
+    let log: String = (0..600)
+        .map(|k| {
+            format!(
+                "{{\"seq\":{k},\"prompt\":\"{blob}\",\"text\":\"{}\"}}\n",
+                k * 7919
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("log.jsonl");
+    std::fs::write(&input, &log).unwrap();
+    let packed = dir.path().join("log.zst");
+    sess()
+        .args(["pack", "--frame-size", "2048", "-o"])
+        .arg(&packed)
+        .arg(&input)
+        .assert()
+        .success();
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = sess::frames::index::Index::read_from(&mut std::io::Cursor::new(&z))
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .0;
+    assert!(index.entries.len() > 40, "{} frames", index.entries.len());
+    // The first frame defines the blob.
+    let e = index.entries[0];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let out = sess()
+        .args(["cat", "--recovery", "skip-corrupt"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let original = lines(log.as_bytes());
+    let gone = missing(&original, &lines(&out.stdout));
+    // Lost: the frame, and the lines of the frames after it until the blob is defined
+    // again (8 frames); never the rest.
+    let reach: u64 = index.entries[..10].iter().map(|e| u64::from(e.lines)).sum();
+    assert!(
+        !gone.is_empty() && gone.iter().all(|&n| n <= reach),
+        "{gone:?}"
+    );
+    assert!(
+        gone.len() > e.lines as usize,
+        "later lines did need the blob: {gone:?}"
+    );
+}
