@@ -362,7 +362,8 @@ impl StatsReport {
             );
             let _ = writeln!(
                 out,
-                "sess pack would write: about {} ({:.1}% of the logical bytes; --plain: {})",
+                "sess pack of each file alone would write: about {} ({:.1}% of the logical \
+                 bytes; --plain: {})",
                 human_bytes(t.pack_estimate_bytes),
                 percent(t.pack_estimate_bytes, t.event_bytes),
                 human_bytes(t.packed_bytes)

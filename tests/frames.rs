@@ -694,3 +694,44 @@ fn streaming_pack_writes_a_frame_per_window_that_survives_a_kill() {
         "no index: the run never ended"
     );
 }
+
+#[test]
+fn seeking_reads_name_damage_where_it_is_and_honour_point_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, data) = packed_file(dir.path(), 3000, 4096);
+    let mut bytes = std::fs::read(&z).unwrap();
+    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // The last frame is damaged: --tail decodes it first.
+    let victim = *index.entries.last().unwrap();
+    bytes[(victim.offset + 20) as usize] ^= 0x01;
+    std::fs::write(&z, &bytes).unwrap();
+    sess()
+        .args(["cat", "--tail", "2"])
+        .arg(&z)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "at byte {}",
+            victim.offset
+        )));
+    // Point-in-time keeps everything before the damage: the tail of that.
+    let kept: u64 = index.entries[..index.entries.len() - 1]
+        .iter()
+        .map(|e| u64::from(e.lines))
+        .sum();
+    let text = String::from_utf8(data).unwrap();
+    let all: Vec<&str> = text.lines().collect();
+    let want: String = all[kept as usize - 2..kept as usize]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    sess()
+        .args(["cat", "--recovery", "point-in-time", "--tail", "2"])
+        .arg(&z)
+        .assert()
+        .success()
+        .stdout(want);
+}

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use crate::cli::{Global, IoArgs};
 use crate::range::Range;
 use sess::event::{self, Event, LastLine};
+use sess::frames::Recovery;
 use sess::frames::seek::Seekable;
 use sess::input::{self, Flow, Input};
 use sess::intern;
@@ -92,13 +93,15 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         saw_seq: std::cell::Cell::new(false),
     };
     let mut sink = args.io.sink()?;
-    // Seeking reads frames as they are: under skip-corrupt (which can skip lines of
-    // interned logs) the whole file is read through instead.
-    let skip_corrupt = args.io.open_options(g).recovery == sess::frames::Recovery::SkipCorrupt;
+    // Seeking reads frames as they are, and any damage in one is an error: to stop at
+    // damage (point-in-time) or skip it (skip-corrupt, which can skip lines of interned
+    // logs), the whole file is read through instead.
+    let recovery = args.io.open_options(g).recovery;
+    let reads_through = matches!(recovery, Recovery::PointInTime | Recovery::SkipCorrupt);
     let seekable = match &inputs[..] {
         [Input::Path(p)]
             if args.lines.is_none()
-                && !skip_corrupt
+                && !reads_through
                 && (args.tail.is_some() || args.seq.is_some()) =>
         {
             Seekable::open(p).with_context(|| format!("{}: cannot read", p.display()))?

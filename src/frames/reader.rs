@@ -134,6 +134,13 @@ impl<R: Read> FrameReader<R> {
         self
     }
 
+    /// The input begins at byte `offset` of the file (one frame of it, read by seeking), so
+    /// that messages name places in the file.
+    pub fn at_offset(mut self, offset: u64) -> FrameReader<R> {
+        self.base = offset;
+        self
+    }
+
     /// Warnings go to [`Health::notices`] only, for a caller that reports them itself.
     pub fn collecting(mut self) -> FrameReader<R> {
         self.collect = true;

@@ -71,7 +71,7 @@ impl Seekable {
         let frame = self.frames[k];
         self.file.seek(SeekFrom::Start(frame.offset))?;
         let bytes = (&mut self.file).take(frame.len);
-        Ok(FrameReader::new(bytes, &self.name, Recovery::Absolute))
+        Ok(FrameReader::new(bytes, &self.name, Recovery::Absolute).at_offset(frame.offset))
     }
 
     /// The lines of frame `k`, numbered (and their offsets counted) as in the whole file
