@@ -4,12 +4,9 @@
 /// A byte count: digits with an optional `K`, `M`, `G` or `T` (any case), and an optional
 /// `B` or `iB` after it (`65536`, `64K`, `64KiB`, `4MB`).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(digits);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (a number of bytes, or one like 64K, 4M, 1G)"))?;
+    let (n, unit) = number_and_unit(s).ok_or_else(|| {
+        format!("'{s}' is not a size (a number of bytes, or one like 64K, 4M, 1G)")
+    })?;
     if unit.starts_with('.') {
         return Err(format!("'{s}': a size is a whole number (1536K, not 1.5M)"));
     }
@@ -43,12 +40,8 @@ pub fn bytes_in(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Cl
 /// A duration in milliseconds: digits with an optional `ms`, `s` or `m` (`200`, `200ms`,
 /// `2s`, `1m`).
 pub fn parse_millis(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(digits);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (milliseconds, or one like 200ms, 2s)"))?;
+    let (n, unit) = number_and_unit(s)
+        .ok_or_else(|| format!("'{s}' is not a duration (milliseconds, or one like 200ms, 2s)"))?;
     let factor = match unit {
         "" | "ms" => 1,
         "s" => 1000,
@@ -61,6 +54,14 @@ pub fn parse_millis(s: &str) -> Result<u64, String> {
     };
     n.checked_mul(factor)
         .ok_or_else(|| format!("'{s}' is too long"))
+}
+
+/// The leading digits of `s` as a number, and what follows them.
+fn number_and_unit(s: &str) -> Option<(u64, &str)> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    Some((n.parse().ok()?, unit))
 }
 
 #[cfg(test)]
