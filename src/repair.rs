@@ -205,7 +205,7 @@ impl Salvager<'_> {
         let last = partial && self.is_last_data_frame(span.offset + span.len)?;
         let unreadable = self.unreadable(span, last)?;
         if last || !unreadable.is_empty() {
-            return self.rewrite(span, &unreadable, out);
+            return self.rewrite(span, &unreadable, last, out);
         }
         let meta = FrameMeta {
             uncompressed: stats.bytes,
@@ -235,12 +235,14 @@ impl Salvager<'_> {
         Ok(bad)
     }
 
-    /// Writes a frame again line by line, without its unreadable lines; a last line without
-    /// a newline (the file's last) follows the torn-line rule.
+    /// Writes a frame again line by line, without its unreadable lines. A line it ends
+    /// inside follows the torn-line rule when the frame is the file's `last`, and goes on as
+    /// it is (into the next frame) when it is not.
     fn rewrite<W: Write>(
         &mut self,
         span: &Span,
         unreadable: &Unreadable,
+        last: bool,
         out: &mut FrameWriter<W>,
     ) -> io::Result<()> {
         let mut src = self.own_bytes(span.offset, span.len)?;
@@ -260,7 +262,11 @@ impl Salvager<'_> {
         })?;
         if let Some((_, why)) = bad.next() {
             self.lose(span.offset, end, Some(1), why.clone());
+        } else if !last {
+            // A line that goes on in the next frame (sess never cuts one, stock zstd may).
+            out.write_all(&tail)?;
         } else if tail.is_empty() {
+            // The frame ends at a line end.
         } else if json::validate(&tail).is_ok() {
             out.write_all(&tail)?;
             out.write_all(b"\n")?;
