@@ -125,6 +125,38 @@ pub fn container(path: &Path) -> Result<Option<Vec<String>>> {
     )
 }
 
+/// A warning for a compressed file of several frames and no index: `sess pack` ends such a
+/// file with one, so if sess wrote it, its end may be missing (cut at a frame boundary, the
+/// frames after the cut are gone without a trace). DeepSeek Harness's layout and stock
+/// zstd write no index, so this is a warning, not a problem.
+pub fn missing_index(path: &Path) -> Result<Option<String>> {
+    let name = path.display().to_string();
+    if !input::file_is_zstd(path)? {
+        return Ok(None);
+    }
+    let mut f = File::open(path).at(Place::file(&name), "cannot open")?;
+    if !matches!(
+        audit::audit(&mut f).at(Place::file(&name), "cannot read")?,
+        Audit::NoIndex
+    ) {
+        return Ok(None);
+    }
+    let len = f.metadata().at(Place::file(&name), "cannot read")?.len();
+    let (spans, _) =
+        crate::frames::walk::walk(&mut f, 0, len).at(Place::file(&name), "cannot read")?;
+    let frames = spans
+        .iter()
+        .filter(|s| matches!(s.kind, crate::frames::walk::Kind::Zstd { .. }))
+        .count();
+    Ok((frames > 1).then(|| {
+        format!(
+            "{name}: {frames} zstd frames and no frame index: sess pack ends such a file with \
+             one, so if sess wrote it, its end may be missing (DeepSeek Harness's layout and \
+             stock zstd write none)"
+        )
+    }))
+}
+
 /// The problem of an input that holds zstd frames without a content checksum.
 pub fn unchecked_frames(name: &str, count: u64) -> Option<String> {
     (count > 0).then(|| {

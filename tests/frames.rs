@@ -735,3 +735,24 @@ fn seeking_reads_name_damage_where_it_is_and_honour_point_in_time() {
         .success()
         .stdout(want);
 }
+
+#[test]
+fn verify_warns_of_a_file_of_frames_without_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, _) = packed_file(dir.path(), 3000, 4096);
+    sess().arg("verify").arg(&z).assert().success().stderr("");
+    let bytes = std::fs::read(&z).unwrap();
+    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Cut at a frame boundary: every frame left is whole, and the index is gone.
+    let cut = index.entries[index.entries.len() / 2].offset as usize;
+    std::fs::write(&z, &bytes[..cut]).unwrap();
+    sess()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("zstd frames and no frame index"));
+}

@@ -120,6 +120,12 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             Input::Path(p) => verify::container(p)?,
             Input::Stdin => None,
         };
+        if let Input::Path(p) = input
+            && index.is_none()
+            && let Some(w) = verify::missing_index(p)?
+        {
+            eprintln!("sess: warning: {w}");
+        }
         for p in index.iter().flatten() {
             check.problem(p)?;
         }
