@@ -233,7 +233,7 @@ pub fn each_line_of<E: From<Error>>(
                 if !src.collect {
                     eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
                 }
-                lock(&src.health).notices.push(e.to_string());
+                Health::lock(&src.health).notices.push(e.to_string());
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -261,7 +261,7 @@ struct Shift {
 
 impl Shift {
     fn lost_before(&mut self, health: &Mutex<Health>, offset: u64) -> (u64, u64) {
-        let h = lock(health);
+        let h = Health::lock(health);
         for skip in h.skips[self.seen..]
             .iter()
             .take_while(|s| s.output_at <= offset)
@@ -272,11 +272,6 @@ impl Shift {
         }
         (self.lines, self.bytes)
     }
-}
-
-/// What a reader found, whatever a panicking holder left.
-pub fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
-    health.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The line an interned line stands for (any other line as it is). A torn line is left to

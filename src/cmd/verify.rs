@@ -59,7 +59,7 @@ impl Checker<'_> {
 
     /// The reader's warnings not reported yet, as problems.
     fn notices(&mut self, health: &Mutex<Health>) -> Result<()> {
-        let found = std::mem::take(&mut sess::input::lock(health).notices);
+        let found = std::mem::take(&mut Health::lock(health).notices);
         if !found.is_empty() {
             self.lines.lost();
         }
@@ -91,7 +91,7 @@ impl Checker<'_> {
             self.problem(&format!("{e:#}"))?;
         }
         self.notices(&health)?;
-        let unchecked = sess::input::lock(&health).unchecked;
+        let unchecked = Health::lock(&health).unchecked;
         if let Some(p) = verify::unchecked_frames(&name, unchecked) {
             self.problem(&p)?;
         }

@@ -47,6 +47,13 @@ pub struct Health {
     pub skips: Vec<Skip>,
 }
 
+impl Health {
+    /// What a reader found, whatever a panicking holder left.
+    pub fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
+        health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Damaged bytes a reader skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Skip {
@@ -174,7 +181,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
-        self.health.lock().unwrap_or_else(|e| e.into_inner())
+        Health::lock(&self.health)
     }
 
     /// What the reader has found so far, shared: it keeps being updated as reading goes on.
