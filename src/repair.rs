@@ -222,7 +222,7 @@ impl Salvager<'_> {
     /// The last line without a newline is read too when `tail` says it will be kept.
     fn unreadable(&mut self, span: &Span, tail: bool) -> io::Result<Unreadable> {
         let (mut bad, mut k) = (Vec::new(), 0);
-        let mut src = self.own_bytes(span.offset, span.len)?;
+        let mut src = self.bytes(span.offset, span.len)?;
         let (interned, scratch) = (&mut self.interned, &mut self.scratch);
         let (_, rest) = frame_lines(&mut src, |line| {
             check(interned, scratch, line, k, &mut bad)?;
@@ -245,7 +245,7 @@ impl Salvager<'_> {
         last: bool,
         out: &mut FrameWriter<W>,
     ) -> io::Result<()> {
-        let mut src = self.own_bytes(span.offset, span.len)?;
+        let mut src = self.bytes(span.offset, span.len)?;
         let mut bad = unreadable.iter().peekable();
         let (end, mut k) = (span.offset + span.len, 0);
         let (_, tail) = frame_lines(&mut src, |line| {
@@ -298,7 +298,7 @@ impl Salvager<'_> {
     /// to (those that can be read back). Its last, partial line is cut by the tear, so it is
     /// lost whatever it looks like.
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
-        let mut src = self.own_bytes(offset, self.len - offset)?;
+        let mut src = self.bytes(offset, self.len - offset)?;
         let (mut kept, mut bad) = (0, Vec::new());
         let (_, pending) = frame_lines(&mut src, |line| {
             let at = bad.len();
@@ -324,14 +324,9 @@ impl Salvager<'_> {
         Ok(())
     }
 
-    fn bytes(&mut self, at: u64, len: u64) -> io::Result<io::Take<&mut File>> {
-        self.f.seek(SeekFrom::Start(at))?;
-        Ok((&mut *self.f).take(len))
-    }
-
-    /// [`Salvager::bytes`] through a handle of their own, for a reader that updates the
-    /// salvager as it goes.
-    fn own_bytes(&self, at: u64, len: u64) -> io::Result<io::Take<File>> {
+    /// `len` bytes of the input from `at`, through a handle of their own, so that a reader
+    /// of them may update the salvager as it goes.
+    fn bytes(&self, at: u64, len: u64) -> io::Result<io::Take<File>> {
         let mut f = self.f.try_clone()?;
         f.seek(SeekFrom::Start(at))?;
         Ok(f.take(len))
