@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::error::{IoContext, Place, Result};
 use crate::frames::audit::{self, Audit};
+use crate::frames::walk;
 use crate::input;
 use crate::io::{Ending, Line};
 use crate::json;
@@ -103,58 +104,52 @@ fn json_problem(at: &str, line: &Line<'_>, e: &json::SyntaxError) -> String {
     format!("{at}:{col}: invalid JSON: {e} (byte offset {offset})")
 }
 
-/// A compressed file's frames checked against its index, without decompressing them:
-/// `None` when there is no index to check (a plain file, a stock zstd file, a packed file
-/// whose index is gone), else its problems.
-pub fn container(path: &Path) -> Result<Option<Vec<String>>> {
-    let name = path.display().to_string();
-    if !input::file_is_zstd(path)? {
-        return Ok(None);
-    }
-    let mut f = File::open(path).at(Place::file(&name), "cannot open")?;
-    Ok(
-        match audit::audit(&mut f).at(Place::file(&name), "cannot read")? {
-            Audit::NoIndex => None,
-            Audit::Checked { problems, .. } => Some(
-                problems
-                    .into_iter()
-                    .map(|p| format!("{name}: {p}"))
-                    .collect(),
-            ),
-        },
-    )
+/// What checking a file's container found without decompressing it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Container {
+    /// A plain file, or a compressed one with one frame and no index (nothing to check).
+    Unchecked,
+    /// Its frames checked against its index: the problems found.
+    Checked(Vec<String>),
+    /// Several frames and no index: a warning. `sess pack` ends such a file with one, so if
+    /// sess wrote it, its end may be missing (cut at a frame boundary, the frames after the
+    /// cut are gone without a trace). DeepSeek Harness's layout and stock zstd write none,
+    /// so it is not a problem.
+    NoIndex(String),
 }
 
-/// A warning for a compressed file of several frames and no index: `sess pack` ends such a
-/// file with one, so if sess wrote it, its end may be missing (cut at a frame boundary, the
-/// frames after the cut are gone without a trace). DeepSeek Harness's layout and stock
-/// zstd write no index, so this is a warning, not a problem.
-pub fn missing_index(path: &Path) -> Result<Option<String>> {
+/// A compressed file's frames checked against its index, without decompressing them.
+pub fn container(path: &Path) -> Result<Container> {
     let name = path.display().to_string();
     if !input::file_is_zstd(path)? {
-        return Ok(None);
+        return Ok(Container::Unchecked);
     }
     let mut f = File::open(path).at(Place::file(&name), "cannot open")?;
-    if !matches!(
-        audit::audit(&mut f).at(Place::file(&name), "cannot read")?,
-        Audit::NoIndex
-    ) {
-        return Ok(None);
-    }
-    let len = f.metadata().at(Place::file(&name), "cannot read")?.len();
-    let (spans, _) =
-        crate::frames::walk::walk(&mut f, 0, len).at(Place::file(&name), "cannot read")?;
-    let frames = spans
-        .iter()
-        .filter(|s| matches!(s.kind, crate::frames::walk::Kind::Zstd { .. }))
-        .count();
-    Ok((frames > 1).then(|| {
-        format!(
-            "{name}: {frames} zstd frames and no frame index: sess pack ends such a file with \
-             one, so if sess wrote it, its end may be missing (DeepSeek Harness's layout and \
-             stock zstd write none)"
-        )
-    }))
+    let at = || Place::file(&name);
+    Ok(match audit::audit(&mut f).at(at(), "cannot read")? {
+        Audit::Checked { problems, .. } => Container::Checked(
+            problems
+                .into_iter()
+                .map(|p| format!("{name}: {p}"))
+                .collect(),
+        ),
+        Audit::NoIndex => {
+            let len = f.metadata().at(at(), "cannot read")?.len();
+            let (spans, _) = walk::walk(&mut f, 0, len).at(at(), "cannot read")?;
+            let frames = spans
+                .iter()
+                .filter(|s| matches!(s.kind, walk::Kind::Zstd { .. }))
+                .count();
+            match frames {
+                0 | 1 => Container::Unchecked,
+                _ => Container::NoIndex(format!(
+                    "{name}: {frames} zstd frames and no frame index: sess pack ends such a \
+                     file with one, so if sess wrote it, its end may be missing (DeepSeek \
+                     Harness's layout and stock zstd write none)"
+                )),
+            }
+        }
+    })
 }
 
 /// The problem of an input that holds zstd frames without a content checksum.

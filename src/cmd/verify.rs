@@ -12,7 +12,7 @@ use sess::frames::Recovery;
 use sess::frames::reader::Health;
 use sess::input::{Flow, Input, OpenOptions};
 use sess::io::Sink;
-use sess::verify::{self, LineChecks};
+use sess::verify::{self, Container, LineChecks};
 
 const ABOUT: &str = "Check a log: valid JSON, valid packed rows, contiguous seq, no torn line";
 
@@ -116,20 +116,24 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             problems: 0,
             lines: LineChecks::default(),
         };
-        let index = match input {
+        let container = match input {
             Input::Path(p) => verify::container(p)?,
-            Input::Stdin => None,
+            Input::Stdin => Container::Unchecked,
         };
-        if let Input::Path(p) = input
-            && index.is_none()
-            && let Some(w) = verify::missing_index(p)?
-        {
-            eprintln!("sess: warning: {w}");
-        }
-        for p in index.iter().flatten() {
-            check.problem(p)?;
-        }
-        if args.index_only && index.is_none() {
+        let checked = match container {
+            Container::Checked(problems) => {
+                for p in &problems {
+                    check.problem(p)?;
+                }
+                true
+            }
+            Container::NoIndex(warning) => {
+                eprintln!("sess: warning: {warning}");
+                false
+            }
+            Container::Unchecked => false,
+        };
+        if args.index_only && !checked {
             check.problem(&format!(
                 "{}: no frame index to check (--index-only checks the index of a file \
                  'sess pack' wrote: this is not one, or its index is gone)",
