@@ -489,10 +489,7 @@ fn verify_checks_frames_against_the_index_without_decompressing() {
         .assert()
         .success();
     let bytes = std::fs::read(&z).unwrap();
-    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (index, _) = common::index_of(&bytes);
     let victim = index.entries[3];
     let mut bad = bytes.clone();
     bad[(victim.offset + 20) as usize] ^= 0x01;
@@ -534,10 +531,7 @@ fn an_index_pointing_past_the_end_is_reported_and_ignored() {
     let (z, data) = packed_file(dir.path(), 500, 4096);
     let mut bytes = std::fs::read(&z).unwrap();
     // Drop one frame's worth of bytes before the index: its entries now point past it.
-    let (index, at) = Index::read_from(&mut std::io::Cursor::new(&bytes))
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (index, at) = common::index_of(&bytes);
     let cut = index.entries.last().unwrap().offset as usize;
     bytes.drain(cut..at as usize);
     std::fs::write(&z, &bytes).unwrap();
@@ -574,10 +568,7 @@ fn repair_keeps_good_frames_and_reports_losses() {
     let dir = tempfile::tempdir().unwrap();
     let (z, data) = packed_file(dir.path(), 2000, 4096);
     let bytes = std::fs::read(&z).unwrap();
-    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (index, _) = common::index_of(&bytes);
     let victim = index.entries[2];
     let mut bad = bytes.clone();
     bad[(victim.offset + 30) as usize] ^= 0x40;
@@ -700,10 +691,7 @@ fn seeking_reads_name_damage_where_it_is_and_honour_point_in_time() {
     let dir = tempfile::tempdir().unwrap();
     let (z, data) = packed_file(dir.path(), 3000, 4096);
     let mut bytes = std::fs::read(&z).unwrap();
-    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (index, _) = common::index_of(&bytes);
     // The last frame is damaged: --tail decodes it first.
     let victim = *index.entries.last().unwrap();
     bytes[(victim.offset + 20) as usize] ^= 0x01;
@@ -742,10 +730,7 @@ fn verify_warns_of_a_file_of_frames_without_its_index() {
     let (z, _) = packed_file(dir.path(), 3000, 4096);
     sess().arg("verify").arg(&z).assert().success().stderr("");
     let bytes = std::fs::read(&z).unwrap();
-    let (index, _) = Index::read_from(&mut std::io::Cursor::new(&bytes))
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (index, _) = common::index_of(&bytes);
     // Cut at a frame boundary: every frame left is whole, and the index is gone.
     let cut = index.entries[index.entries.len() / 2].offset as usize;
     std::fs::write(&z, &bytes[..cut]).unwrap();

@@ -57,11 +57,7 @@ fn interned_logs_read_back_whole_and_by_seeking() {
     );
     assert!(z.len() * 20 < log.len(), "{} of {}", z.len(), log.len());
     // Every line has a seq, interned or not: the index knows where each frame starts.
-    let index = sess::frames::index::Index::read_from(&mut std::io::Cursor::new(&z))
-        .unwrap()
-        .unwrap()
-        .unwrap()
-        .0;
+    let index = common::index_of(&z).0;
     assert!(index.entries.len() > 3);
     assert!(
         index.entries.iter().all(|e| e.first_seq.is_some()),
@@ -184,11 +180,7 @@ fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
     let log = growing_log();
     let packed = pack_small_frames(dir.path(), &log);
     let mut z = std::fs::read(&packed).unwrap();
-    let index = sess::frames::index::Index::read_from(&mut std::fs::File::open(&packed).unwrap())
-        .unwrap()
-        .unwrap()
-        .unwrap()
-        .0;
+    let index = common::index_of(&z).0;
     // A flip in the middle of the frame holding line 30: its histories are past 4 KiB, so
     // each is defined for the next, and later lines need what it defines.
     let mut before = 0;
@@ -309,11 +301,7 @@ fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
         .assert()
         .success();
     let mut z = std::fs::read(&packed).unwrap();
-    let index = sess::frames::index::Index::read_from(&mut std::io::Cursor::new(&z))
-        .unwrap()
-        .unwrap()
-        .unwrap()
-        .0;
+    let index = common::index_of(&z).0;
     assert!(index.entries.len() > 40, "{} frames", index.entries.len());
     // The first frame defines the blob.
     let e = index.entries[0];

@@ -109,3 +109,12 @@ pub fn parse_lines(text: &[u8]) -> Vec<sess::value::Value> {
         .map(parse_j)
         .collect()
 }
+
+/// The frame index of a packed file's bytes, and where it starts; the file must have a
+/// good one.
+pub fn index_of(bytes: &[u8]) -> (sess::frames::index::Index, u64) {
+    sess::frames::index::Index::read_from(&mut std::io::Cursor::new(bytes))
+        .unwrap()
+        .expect("an index")
+        .expect("a good index")
+}
