@@ -1184,7 +1184,8 @@ mod tests {
     }
 
     /// Lines built from a few pools of values, nested and repeated at random depths and
-    /// distances, with odd spellings.
+    /// distances, with odd spellings, and their members in a random order per line (with
+    /// a repeated object's keys in either order).
     fn jsonl() -> impl Strategy<Value = Vec<String>> {
         let atom = prop_oneof![
             Just("1.0e2".to_string()),
@@ -1198,29 +1199,34 @@ mod tests {
         (
             pool,
             prop::collection::vec(
-                prop::collection::vec((0..6usize, 0..4usize, any::<bool>()), 1..6),
+                (
+                    prop::collection::vec((0..6usize, 0..4usize, any::<bool>()), 1..6),
+                    0..6usize,
+                ),
                 1..30,
             ),
         )
             .prop_map(|(pool, shapes)| {
                 shapes
                     .iter()
-                    .map(|fields| {
-                        let members: Vec<String> = fields
+                    .map(|(fields, turn)| {
+                        let mut members: Vec<String> = fields
                             .iter()
                             .enumerate()
                             .map(|(k, &(p, depth, arr))| {
                                 let mut v = pool[p % pool.len()].clone();
                                 for d in 0..depth {
-                                    v = if arr {
-                                        format!("[{v}, {d}]")
-                                    } else {
-                                        format!("{{\"k{d}\" : {v}}}")
+                                    v = match (arr, (d + turn) % 2) {
+                                        (true, _) => format!("[{v}, {d}]"),
+                                        (false, 0) => format!("{{\"k{d}\" : {v},\"z\":1}}"),
+                                        (false, _) => format!("{{\"z\":1,\"k{d}\" : {v}}}"),
                                     };
                                 }
                                 format!("\"f{k}\":{v}")
                             })
                             .collect();
+                        let n = members.len();
+                        members.rotate_left(turn % n);
                         format!("{{{}}}", members.join(","))
                     })
                     .collect()
