@@ -281,12 +281,15 @@ fn custom_profiles_from_flags_and_files() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not a valid profile file"));
-    sess()
-        .args(["filter", "--frame", "nosuccessor"])
-        .write_stdin("")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("TYPE=SUCCESSOR"));
+    // A malformed flag value is a usage error, as the README says (exit 2).
+    for bad in ["nosuccessor", "=done", "progress="] {
+        sess()
+            .args(["filter", "--frame", bad])
+            .write_stdin("")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("TYPE=SUCCESSOR"));
+    }
 }
 
 #[test]

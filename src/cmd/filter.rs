@@ -50,7 +50,7 @@ pub struct Args {
 
     /// Treat TYPE as a frame whose successor is SUCCESSOR (repeatable). Such frames are
     /// deltas: an orphaned run is kept whole.
-    #[arg(long, value_name = "TYPE=SUCCESSOR")]
+    #[arg(long, value_name = "TYPE=SUCCESSOR", value_parser = frame_pair)]
     pub frame: Vec<String>,
 
     /// Treat TYPE as a mirror (repeatable).
@@ -85,6 +85,14 @@ pub struct Args {
     /// Print events and bytes in and out per class on stderr.
     #[arg(long)]
     pub stats: bool,
+}
+
+/// `--frame` is checked by clap, so a malformed one is a usage error (exit 2).
+fn frame_pair(s: &str) -> Result<String, String> {
+    match s.split_once('=') {
+        Some((t, succ)) if !t.is_empty() && !succ.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("'{s}' is not TYPE=SUCCESSOR")),
+    }
 }
 
 fn profile_help() -> String {
