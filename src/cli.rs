@@ -9,6 +9,7 @@ use sess::frames::{Layout, Recovery};
 use sess::input::{Input, OpenOptions};
 use sess::io::sink::Existing;
 use sess::profile::Class;
+use sess::syntax::LineCheck;
 
 use crate::cmd;
 
@@ -61,6 +62,12 @@ pub struct IoArgs {
 
     #[command(flatten)]
     pub damage: Damage,
+
+    /// Check every line strictly (RFC 8259, UTF-8) and stop at the first that is not one
+    /// JSON value. Without it, lines whose brackets do not close where they end are passed
+    /// through as read, and counted in one warning per input.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl IoArgs {
@@ -69,7 +76,14 @@ impl IoArgs {
     }
 
     pub fn open_options(&self, g: Global) -> OpenOptions {
-        self.damage.open_options(g)
+        OpenOptions {
+            check: if self.strict {
+                LineCheck::Strict
+            } else {
+                LineCheck::Warn
+            },
+            ..self.damage.open_options(g)
+        }
     }
 
     /// The output, refused when it is one of the inputs (or exists, without --force).
@@ -136,6 +150,7 @@ impl Damage {
             quiet: g.quiet,
             recovery: self.recovery.into(),
             collect_warnings: false,
+            check: LineCheck::Warn,
         }
     }
 }
@@ -146,6 +161,7 @@ pub fn default_open(g: Global) -> OpenOptions {
         quiet: g.quiet,
         recovery: Recovery::default(),
         collect_warnings: false,
+        check: LineCheck::Warn,
     }
 }
 

@@ -1,5 +1,6 @@
-//! Opens inputs: a file or stdin, plain or zstd (sniffed by magic), and reads them line by
-//! line. Knows nothing of JSON beyond the line layer's torn-line check.
+//! Opens inputs: a file or stdin, plain, zstd or gzip (sniffed by magic), and reads them line
+//! by line, checking each line as `syntax` says. A file whose magic names another format (an
+//! executable, an image, an archive) is refused, saying what it is.
 
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Read};
@@ -14,6 +15,7 @@ pub use crate::frames::walk::is_zstd;
 use crate::frames::{FrameReader, Recovery};
 use crate::intern;
 use crate::io::{Line, LineReader};
+use crate::syntax::{LineCheck, Tally};
 
 /// Where bytes come from. `-` means stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,15 +75,66 @@ impl Input {
 pub enum Compression {
     Plain,
     Zstd,
+    /// One or more gzip members (`gzip -c a b` or `cat a.gz b.gz`), read as one stream.
+    Gzip,
 }
 
-/// Whether the file at `p` starts like a zstd stream.
-pub fn file_is_zstd(p: &Path) -> Result<bool> {
-    let mut head = [0u8; 4];
+/// How the file at `p` is stored, from its first bytes; a file in another format is an
+/// error saying which.
+pub fn file_compression(p: &Path) -> Result<Compression> {
+    let name = p.display().to_string();
+    let mut head = [0u8; SNIFF];
     let n = File::open(p)
         .and_then(|mut f| crate::io::read::read_full(&mut f, &mut head))
-        .at(Place::file(&p.display().to_string()), "cannot open")?;
-    Ok(is_zstd(&head[..n]))
+        .at(Place::file(&name), "cannot open")?;
+    sniff(&name, &head[..n])
+}
+
+/// Bytes read to tell the format: enough for every magic below, and few enough that a pipe
+/// whose first line is short is not kept waiting.
+const SNIFF: usize = 4;
+
+/// Formats a log is sometimes mistaken for, by their magic: what reading them as lines
+/// would print is garbage.
+const NOT_LOGS: &[(&[u8], &str)] = &[
+    (b"\x7fELF", "an ELF executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a zip archive"),
+    (
+        b"\xfd7zX",
+        "xz-compressed data (decompress it first: xz -dc)",
+    ),
+    (
+        b"BZh",
+        "bzip2-compressed data (decompress it first: bzip2 -dc)",
+    ),
+    (
+        b"\x04\x22\x4d\x18",
+        "lz4-compressed data (decompress it first: lz4 -dc)",
+    ),
+    (b"7z\xbc\xaf", "a 7-Zip archive"),
+    (b"SQLi", "an SQLite database"),
+];
+
+/// How an input whose first bytes are `head` is stored.
+fn sniff(name: &str, head: &[u8]) -> Result<Compression> {
+    if is_zstd(head) {
+        return Ok(Compression::Zstd);
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok(Compression::Gzip);
+    }
+    match NOT_LOGS.iter().find(|(magic, _)| head.starts_with(magic)) {
+        Some((_, what)) => Err(Error::invalid(
+            Place::file(name),
+            format!("{what}, not a JSONL log"),
+        )),
+        None => Ok(Compression::Plain),
+    }
 }
 
 /// An opened input, yielding decompressed bytes.
@@ -97,6 +150,7 @@ pub struct Source {
     /// warning, not an error, and later lines are numbered as in the original.
     skip_corrupt: bool,
     collect: bool,
+    check: LineCheck,
 }
 
 impl Source {
@@ -116,6 +170,8 @@ pub struct OpenOptions {
     /// Warnings about damage are collected in [`Source::health`] for the caller to report,
     /// not printed (`verify` makes them problems).
     pub collect_warnings: bool,
+    /// How each line is checked for being JSON.
+    pub check: LineCheck,
 }
 
 pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
@@ -144,16 +200,24 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
     };
     let (head, raw) = peek(raw).at(Place::file(&name), "cannot read")?;
     let whole = io::Cursor::new(head.clone()).chain(raw);
-    let (compression, reader, health): (Compression, Box<dyn Read + Send>, _) = if is_zstd(&head) {
-        let mut frames = FrameReader::new(whole, &name, opts.recovery).with_index(&listed);
-        if opts.collect_warnings {
-            frames = frames.collecting();
+    let compression = sniff(&name, &head)?;
+    let (reader, health): (Box<dyn Read + Send>, _) = match compression {
+        Compression::Zstd => {
+            let mut frames = FrameReader::new(whole, &name, opts.recovery).with_index(&listed);
+            if opts.collect_warnings {
+                frames = frames.collecting();
+            }
+            let health = frames.health_handle();
+            (Box::new(frames), health)
         }
-        let health = frames.health_handle();
-        (Compression::Zstd, Box::new(frames), health)
-    } else {
-        let buffered = BufReader::with_capacity(256 * 1024, whole);
-        (Compression::Plain, Box::new(buffered), Arc::default())
+        Compression::Gzip => {
+            let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, whole));
+            (Box::new(BufReader::with_capacity(BUF, gz)), Arc::default())
+        }
+        Compression::Plain => (
+            Box::new(BufReader::with_capacity(BUF, whole)),
+            Arc::default(),
+        ),
     };
     Ok(Source {
         name,
@@ -163,6 +227,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         progress,
         skip_corrupt,
         collect: opts.collect_warnings,
+        check: opts.check,
     })
 }
 
@@ -214,14 +279,17 @@ pub fn each_line_of<E: From<Error>>(
     let mut interned = intern::Reader::default();
     let mut rebuilt = Vec::new();
     let mut shift = Shift::default();
-    loop {
+    let mut tally = Tally::new(src.check);
+    let flow = loop {
         let offset = lines.offset();
         // The place is built only on the way to an error: this loop runs once per line.
         let line = lines.next_line().map_err(|e| {
             let place = Place::file(&name).offset(offset);
             Error::io(place, "cannot read (decompressed)", e)
         })?;
-        let Some(mut line) = line else { break };
+        let Some(mut line) = line else {
+            break Flow::More;
+        };
         if src.skip_corrupt {
             let (lines, bytes) = shift.lost_before(&src.health, line.offset);
             line.number += lines;
@@ -238,14 +306,18 @@ pub fn each_line_of<E: From<Error>>(
             }
             Err(e) => return Err(e.into()),
         };
+        tally.line(&name, &line)?;
         if f(&name, line)? == Flow::Stop {
-            return Ok(Flow::Stop);
+            break Flow::Stop;
         }
-    }
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    Ok(Flow::More)
+    if let Some(warning) = tally.summary(&name) {
+        eprintln!("sess: warning: {warning}");
+    }
+    Ok(flow)
 }
 
 /// The lines and bytes lost in skipped frames before a place in the output, so that lines
@@ -294,9 +366,12 @@ pub fn rebuild<'a>(
     Ok(Line { bytes: buf, ..line })
 }
 
-/// Reads up to four bytes to sniff the format. A pipe may deliver them one at a time.
+/// The read buffer of a plain or gzip input.
+const BUF: usize = 256 * 1024;
+
+/// Reads the first bytes to sniff the format. A pipe may deliver them one at a time.
 fn peek(mut r: Box<dyn Read + Send>) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
-    let mut head = [0u8; 4];
+    let mut head = [0u8; SNIFF];
     let got = crate::io::read::read_full(&mut r, &mut head)?;
     Ok((head[..got].to_vec(), r))
 }

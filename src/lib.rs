@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | 0 | error, json | typed errors with their place; a non-recursive scanner over raw JSON |
 //! | 1 | value, io | a JSON value as JavaScript holds one; reads, the line splitter, outputs, signals |
-//! | 2 | delta, rows, frames, intern | formats: op lists, packed chunk rows, the zstd container, interned lines |
+//! | 2 | delta, rows, frames, intern, syntax | formats: op lists, packed chunk rows, the zstd container, interned lines; which lines are JSON |
 //! | 3 | snapshots, input, profile | snapshot-delta rows; opening inputs; producers as data |
 //! | 4 | event | logical events: lines with packed rows expanded |
 //! | 5 | filter, pack, repair, verify | the engines: durability filtering, packing, salvage, checks |
@@ -33,5 +33,6 @@ pub mod repair;
 pub mod rows;
 pub mod snapshots;
 pub mod stats;
+pub mod syntax;
 pub mod value;
 pub mod verify;

@@ -157,6 +157,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             let interner = out.interner();
             let opts = OpenOptions {
                 quiet: true,
+                check: sess::syntax::LineCheck::Off,
                 ..args.io.open_options(g)
             };
             // Lines, not events: rows need not be expanded to count repeats, and the

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cli::{self, Damage, Global};
 use sess::delta::Op;
 use sess::delta::oplist::{self, RecoverOptions, Replayer, Tail};
-use sess::input::{self, Flow, Input};
+use sess::input::{self, Compression, Flow, Input};
 use sess::io::{Line, LineReader, Sink};
 use sess::value::Value;
 
@@ -86,7 +86,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             .sink(&Input::paths(std::slice::from_ref(&input)))?,
     };
     let replayer = match &input {
-        Input::Path(p) if !input::file_is_zstd(p)? => out.plain_file(p, opts)?,
+        Input::Path(p) if input::file_compression(p)? == Compression::Plain => {
+            out.plain_file(p, opts)?
+        }
         _ => out.stream(&input, opts, g)?,
     };
     let value = replayer.finish().map_err(|e| anyhow!("{name}: {e}"))?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
-use sess::input;
+use sess::input::{self, Compression};
 use sess::io::Sink;
 use sess::repair::{self, RepairReport};
 
@@ -60,10 +60,15 @@ pub fn run(args: Args) -> Result<()> {
         (args.output.clone(), vec![args.file.clone()])
     };
     let mut f = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
+    let compression = input::file_compression(&args.file)?;
+    if compression == Compression::Gzip {
+        // gzip has no frames to keep or drop; its own tools say where it is damaged.
+        bail!("{name}: a gzip file: repair reads plain and zstd logs (gzip -dc it first)");
+    }
     // --in-place replaces its file by definition.
     let existing = crate::cli::existing(args.force || args.in_place);
     let mut sink = Sink::open(target.as_deref(), &inputs, existing)?;
-    let report = if input::file_is_zstd(&args.file)? {
+    let report = if compression == Compression::Zstd {
         sink.refuse_terminal("compressed output")?;
         let opts = writer::FrameOptions {
             first_seq: sess::event::line_seq,

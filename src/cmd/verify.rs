@@ -108,6 +108,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let opts = OpenOptions {
         recovery: Recovery::SkipCorrupt,
         collect_warnings: true,
+        // Every line is checked strictly below, and each bad one is a problem.
+        check: sess::syntax::LineCheck::Off,
         ..crate::cli::default_open(g)
     };
     for input in &inputs {

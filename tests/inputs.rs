@@ -1,0 +1,190 @@
+//! What readers make of input that is not plain JSONL: gzip is read through, a file in
+//! another format is refused saying what it is, and malformed lines are passed through as
+//! read but never without a word (`--strict` makes them an error).
+
+mod common;
+
+use std::io::Write;
+
+use common::{sess, stdout_ok, testdata};
+use predicates::prelude::*;
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// The readers a log goes through, each with the arguments that make it write its output
+/// to stdout.
+const READERS: [&[&str]; 4] = [&["cat"], &["stats"], &["filter"], &["pack", "--plain"]];
+
+#[test]
+fn gzip_input_is_read_as_the_log_it_holds_from_a_file_and_a_pipe() {
+    let log = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Two members, as `cat a.gz b.gz` makes: one stream.
+    let gz = dir.path().join("run.jsonl.gz");
+    std::fs::write(&gz, [gzip(&log[..1000]), gzip(&log[1000..])].concat()).unwrap();
+    let plain = testdata("pi-old.jsonl");
+    for args in READERS {
+        let want = stdout_ok(sess().args(args).arg(&plain));
+        let from_file = stdout_ok(sess().args(args).arg(&gz));
+        let from_pipe = stdout_ok(sess().args(args).write_stdin(std::fs::read(&gz).unwrap()));
+        // stats names its input; the rest must match byte for byte.
+        let unname = |b: Vec<u8>| {
+            String::from_utf8(b)
+                .unwrap()
+                .replace(&gz.display().to_string(), "X")
+                .replace(&plain.display().to_string(), "X")
+        };
+        assert_eq!(
+            unname(from_file),
+            unname(want.clone()),
+            "{args:?} of a file"
+        );
+        if args[0] != "stats" {
+            assert_eq!(from_pipe, want, "{args:?} of a pipe");
+        }
+    }
+    // pack of a gzip log unpacks to the log it holds.
+    let packed = dir.path().join("run.jsonl.zst");
+    sess()
+        .args(["pack", "-q"])
+        .arg(&gz)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    assert_eq!(stdout_ok(sess().arg("unpack").arg(&packed)), log);
+    sess().arg("verify").arg(&gz).assert().success();
+}
+
+#[test]
+fn a_cut_gzip_file_is_an_error_naming_the_file_after_the_lines_before_the_cut() {
+    let log = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    let gz = gzip(&log);
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    sess()
+        .arg("cat")
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{}: cannot read",
+            cut.display()
+        )));
+    // repair has no frames to salvage in gzip: it says so and writes nothing.
+    let out = dir.path().join("fixed.jsonl");
+    sess()
+        .arg("repair")
+        .arg(&cut)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a gzip file"));
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_file_in_another_format_is_refused_saying_what_it_is_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "a.out",
+            b"\x7fELF\x02\x01\x01\0\0\0\0\0",
+            "an ELF executable, not a JSONL log",
+        ),
+        (
+            "a.png",
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+            "a PNG image, not a JSONL log",
+        ),
+        (
+            "a.xz",
+            b"\xfd7zXZ\0\0\x04\xe6\xd6\xb4F",
+            "xz-compressed data",
+        ),
+        // No magic, but a NUL byte in the first line: JSON text never holds one.
+        (
+            "a.bin",
+            b"\x01\x02\x03\x04\0\x05\n{}\n",
+            "binary data, not a JSONL log",
+        ),
+    ];
+    for (name, bytes, what) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        for args in READERS {
+            let out = dir.path().join("out");
+            sess()
+                .args(args)
+                .arg(&file)
+                .arg("-o")
+                .arg(&out)
+                .assert()
+                .code(1)
+                .stdout("")
+                .stderr(predicate::str::contains(format!(
+                    "{}: {what}",
+                    file.display()
+                )));
+            assert!(!out.exists(), "{args:?} {name} left an output");
+        }
+        sess().arg("verify").arg(&file).assert().code(1);
+    }
+}
+
+#[test]
+fn malformed_lines_pass_through_with_one_warning_per_input_and_strict_stops_at_the_first() {
+    let log = "{\"type\":\"a\",\"n\":1}\n{\"type\":\"b\",\"x\":[1,\n{\"type\":\"c\"}{\"type\":\"d\"}\nnot json\n{\"type\":\"e\"}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.jsonl");
+    std::fs::write(&file, log).unwrap();
+    let name = file.display().to_string();
+    for args in READERS {
+        let out = sess().args(args).arg(&file).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        let want = format!(
+            "sess: warning: {name}: 3 lines are not JSON (read as they are); the first: \
+             {name}:2:20: invalid JSON: expected a JSON value (byte offset 38) \
+             (--strict makes this an error)\n"
+        );
+        assert_eq!(err, want, "{args:?}");
+        let strict = dir.path().join("strict.out");
+        sess()
+            .args(args)
+            .arg("--strict")
+            .arg(&file)
+            .arg("-o")
+            .arg(&strict)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(format!(
+                "{name}:2:20: invalid JSON: expected a JSON value (--strict)"
+            )));
+        assert!(!strict.exists(), "{args:?} --strict left an output");
+    }
+    // Passed through as read: cat and filter write every line, pack round-trips it.
+    assert_eq!(stdout_ok(sess().arg("cat").arg(&file)), log.as_bytes());
+    let packed = stdout_ok(sess().args(["pack", "--plain"]).arg(&file));
+    assert_eq!(
+        stdout_ok(sess().arg("unpack").write_stdin(packed)),
+        log.as_bytes()
+    );
+    // --strict sees what the cheap check does not (a missing value, a bad escape).
+    std::fs::write(&file, "{\"type\":\"a\",\"x\":}\n{\"s\":\"\\q\"}\n").unwrap();
+    sess().arg("cat").arg(&file).assert().success().stderr("");
+    sess()
+        .args(["cat", "--strict"])
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{name}:1:17: invalid JSON"
+        )));
+}
