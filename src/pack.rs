@@ -27,6 +27,19 @@ pub struct Packer {
     profile: Chooser,
     chunks: rows::ChunkPacker,
     snapshots: snapshots::SnapshotPacker,
+    /// Events taken, and their bytes with their newlines.
+    events: u64,
+    bytes: u64,
+}
+
+/// What a [`Packer`] took and made of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackCounts {
+    pub events: u64,
+    pub bytes: u64,
+    /// Rows written, and the events they hold.
+    pub rows: u64,
+    pub packed_events: u64,
 }
 
 impl Default for Packer {
@@ -41,6 +54,8 @@ impl Packer {
             profile: Chooser::new(choice, Overrides::default()).expect("no overrides to fail"),
             chunks: rows::ChunkPacker::default(),
             snapshots: snapshots::SnapshotPacker::default(),
+            events: 0,
+            bytes: 0,
         }
     }
 
@@ -57,6 +72,8 @@ impl Packer {
         newline: bool,
         out: &mut W,
     ) -> io::Result<()> {
+        self.events += 1;
+        self.bytes += line.len() as u64 + u64::from(newline);
         match self.snapshot(line).filter(|_| newline) {
             Some((group, value)) => {
                 self.chunks.finish(out)?;
@@ -92,12 +109,13 @@ impl Packer {
         self.finish(out)
     }
 
-    /// Rows written and the events they hold.
-    pub fn counts(&self) -> (u64, u64) {
-        (
-            self.chunks.rows + self.snapshots.rows,
-            self.chunks.packed_events + self.snapshots.packed_events,
-        )
+    pub fn counts(&self) -> PackCounts {
+        PackCounts {
+            events: self.events,
+            bytes: self.bytes,
+            rows: self.chunks.rows + self.snapshots.rows,
+            packed_events: self.chunks.packed_events + self.snapshots.packed_events,
+        }
     }
 }
 

@@ -85,6 +85,11 @@ pub struct Args {
     /// Print events and bytes in and out per class on stderr.
     #[arg(long)]
     pub stats: bool,
+
+    /// With --stats, print them as one JSON object (schema sess-filter-stats/1,
+    /// docs/FORMAT.md).
+    #[arg(long, requires = "stats")]
+    pub json: bool,
 }
 
 /// `--frame` is checked by clap, so a malformed one is a usage error (exit 2).
@@ -141,7 +146,15 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         used.push((input.name(), profile.to_string()));
     }
     sink.finish()?;
-    if args.stats {
+    if args.json {
+        let mut report = filter.counts_json();
+        report["schema"] = "sess-filter-stats/1".into();
+        report["inputs"] = used
+            .iter()
+            .map(|(file, profile)| serde_json::json!({"file": file, "profile": profile}))
+            .collect();
+        eprintln!("{report}");
+    } else if args.stats {
         eprint!(
             "sess filter: profile {}\n{}",
             profiles_used(&used),

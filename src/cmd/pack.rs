@@ -104,6 +104,11 @@ pub struct Args {
     /// Print how many events were packed into how many rows on stderr.
     #[arg(long)]
     pub stats: bool,
+
+    /// With --stats, print them as one JSON object (schema sess-pack-stats/1,
+    /// docs/FORMAT.md).
+    #[arg(long, requires = "stats")]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
@@ -141,10 +146,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         Out::frames(FrameWriter::new(sink, opts)?, interning)
     };
     let mut packer = Packer::default();
-    let (events, out_interned) = if streaming {
+    let (out_interned, written) = if streaming {
         pack_stream(&inputs, args.io.open_options(g), &args, &mut packer, out)?
     } else {
-        let mut events = 0u64;
         // Files can be read twice: a first pass finds the values that repeat, so that
         // each is defined where it first occurs.
         // Regular files only: a FIFO or /dev/stdin named as a path reads once.
@@ -177,7 +181,6 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 args.io.open_options(g),
                 LastLine::Verbatim,
                 |_, ev| {
-                    events += 1;
                     packer.event(ev.bytes, ev.newline, out.writer())?;
                     if let Some(s) = &mut same
                         && ev.starts_line()
@@ -205,15 +208,30 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             out.offer_same(s);
         }
         let interned = out.interned();
-        out.finish()?.finish()?;
-        (events, interned)
+        let sink = out.finish()?;
+        let written = sink.written();
+        sink.finish()?;
+        (interned, written)
     };
-    if args.stats {
-        let (rows, packed) = packer.counts();
-        let (refs, bytes) = out_interned;
+    let c = packer.counts();
+    let (refs, bytes) = out_interned;
+    if args.json {
+        let report = serde_json::json!({
+            "schema": "sess-pack-stats/1",
+            "events": c.events,
+            "bytes_in": c.bytes,
+            "rows": c.rows,
+            "packed_events": c.packed_events,
+            "references": refs,
+            "referenced_bytes": bytes,
+            "bytes_out": written,
+        });
+        eprintln!("{report}");
+    } else if args.stats {
         eprintln!(
-            "sess pack: {events} events in, {packed} of them packed into {rows} rows; \
-             {refs} repeated values ({bytes} bytes) written as references"
+            "sess pack: {} events in, {} of them packed into {} rows; \
+             {refs} repeated values ({bytes} bytes) written as references",
+            c.events, c.packed_events, c.rows
         );
     }
     Ok(())
@@ -233,7 +251,7 @@ fn pack_stream(
     args: &Args,
     packer: &mut Packer,
     mut out: Out<Sink>,
-) -> Result<(u64, (u64, u64))> {
+) -> Result<((u64, u64), u64)> {
     let (tx, rx) = mpsc::sync_channel::<Msg>(4096);
     let on_signal = tx.clone();
     signals::on_interrupt(move |sig| {
@@ -267,10 +285,17 @@ fn pack_stream(
     });
     let window = Duration::from_millis(args.window);
     let (events, ended) = pack::stream(&rx, window, packer, &mut out)?;
+    // What is written out is finished, and counted.
+    let finish = |out: Out<Sink>| -> Result<u64> {
+        let sink = out.finish()?;
+        let written = sink.written();
+        sink.finish()?;
+        Ok(written)
+    };
     signals::clear_interrupt();
     if let Ended::Signal(sig) = ended {
         packer.finish(out.writer())?;
-        out.finish()?.finish()?;
+        finish(out)?;
         return Err(Interrupted(sig).into());
     }
     let read = reader
@@ -279,10 +304,11 @@ fn pack_stream(
     // Every event read is written, even when the input then fails; but an input that fails
     // before its first event leaves an output nothing has reached as it was.
     let interned = out.interned();
+    let mut written = 0;
     if read.is_ok() || events > 0 || out.get_ref().touched() {
         packer.finish(out.writer())?;
-        out.finish()?.finish()?;
+        written = finish(out)?;
     }
     read?;
-    Ok((events, interned))
+    Ok((interned, written))
 }

@@ -62,6 +62,11 @@ pub struct Args {
     #[arg(long)]
     pub strict: bool,
 
+    /// Print one JSON object (schema sess-recover/1, docs/FORMAT.md): the value and what
+    /// was replayed to rebuild it.
+    #[arg(long, conflicts_with_all = ["states", "ops"])]
+    pub json: bool,
+
     #[command(flatten)]
     pub output: cli::Output,
 
@@ -80,6 +85,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     };
     let mut out = Printer {
         args: &args,
+        replayed: Replayed::default(),
         name: name.clone(),
         sink: args
             .output
@@ -92,16 +98,44 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         _ => out.stream(&input, opts, g)?,
     };
     let value = replayer.finish().map_err(|e| anyhow!("{name}: {e}"))?;
-    if !args.states && !args.ops {
+    if args.json {
+        let r = &out.replayed;
+        let report = serde_json::json!({
+            "schema": "sess-recover/1",
+            "file": name,
+            "batches": r.batches,
+            "first_seq": r.first_seq,
+            "last_seq": r.last_seq,
+            "torn_last_line": r.torn,
+        });
+        // The value is written as recover writes it (JavaScript's spelling), not as
+        // serde_json would: spliced in as the last member.
+        let mut text = report.to_string();
+        text.pop();
+        text += ",\"value\":";
+        out.sink.write_all(text.as_bytes())?;
+        out.sink.write_all(&value.to_json())?;
+        out.sink.write_all(b"}\n")?;
+    } else if !args.states && !args.ops {
         out.sink.write_all(&value.to_json())?;
         out.sink.write_all(b"\n")?;
     }
     Ok(out.sink.finish()?)
 }
 
+/// What was replayed, for `--json`.
+#[derive(Default)]
+struct Replayed {
+    batches: u64,
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
+    torn: bool,
+}
+
 /// Where the replayed batches go.
 struct Printer<'a> {
     args: &'a Args,
+    replayed: Replayed,
     name: String,
     sink: Sink,
 }
@@ -172,7 +206,7 @@ impl Printer<'_> {
 
     /// Handles a torn last line: an error under --strict, else a warning. Returns whether
     /// the line is torn (replay then stops).
-    fn torn(&self, line: &Line<'_>, offset: u64, strict: bool) -> Result<bool> {
+    fn torn(&mut self, line: &Line<'_>, offset: u64, strict: bool) -> Result<bool> {
         if !line.is_torn() {
             return Ok(false);
         }
@@ -180,7 +214,8 @@ impl Printer<'_> {
         Ok(true)
     }
 
-    fn torn_line(&self, number: u64, offset: u64, len: usize, strict: bool) -> Result<()> {
+    fn torn_line(&mut self, number: u64, offset: u64, len: usize, strict: bool) -> Result<()> {
+        self.replayed.torn = true;
         let what = format!(
             "{}:{number}: a torn last line: no final newline and not valid JSON ({len} bytes at \
              byte offset {offset})",
@@ -199,6 +234,12 @@ impl Printer<'_> {
         let Some(applied) = replayer.record(bytes).map_err(|e| anyhow!(e))? else {
             return Ok(());
         };
+        let r = &mut self.replayed;
+        r.batches += 1;
+        if r.batches == 1 {
+            r.first_seq = applied.seq;
+        }
+        r.last_seq = applied.seq;
         let line = if self.args.ops {
             let ops = Value::Array(applied.ops.iter().map(Op::to_value).collect());
             Some(oplist::state_record(applied.seq, "ops", ops))

@@ -49,6 +49,10 @@ pub struct Args {
     /// Replace FILE with the repaired log, atomically.
     #[arg(long)]
     pub in_place: bool,
+
+    /// Print the report on stderr as one JSON object (schema sess-repair/1, docs/FORMAT.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -82,12 +86,42 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         repair::salvage_plain(&mut f, &mut sink).with_context(|| format!("{name}: cannot read"))?
     };
-    print_report(&name, &report);
+    if args.json {
+        eprintln!("{}", report_json(&name, &report));
+    } else {
+        print_report(&name, &report);
+    }
     // Decided before the output is finished: a failed repair writes nothing.
     if report.nothing_survived() {
         bail!("{name}: no complete record survived; nothing was written");
     }
     Ok(sink.finish()?)
+}
+
+/// The report for scripts: what was kept, and each loss with its bytes and lines.
+fn report_json(name: &str, r: &RepairReport) -> serde_json::Value {
+    let lost: Vec<_> = r
+        .losses
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "bytes": [l.from, l.to],
+                "after_line": l.after_line,
+                "lines": l.lines,
+                "why": l.why,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "sess-repair/1",
+        "file": name,
+        "frames_kept": r.frames_kept,
+        "lines_kept": r.lines_kept,
+        "torn_lines_kept": r.torn_lines_kept,
+        "unchecked_frames": r.unchecked_frames,
+        "newline_added": r.newline_added,
+        "lost": lost,
+    })
 }
 
 fn print_report(name: &str, report: &RepairReport) {

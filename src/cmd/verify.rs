@@ -41,19 +41,30 @@ pub struct Args {
     /// compressed bytes), without decompressing.
     #[arg(long)]
     pub index_only: bool,
+
+    /// Print one JSON object (schema sess-verify/1, docs/FORMAT.md) instead of a line per
+    /// problem and the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// One input's problems, printed as they are found.
+/// One input's problems: printed as they are found, or kept for the JSON report.
 struct Checker<'o> {
     out: &'o mut Sink,
     problems: u64,
     lines: LineChecks,
+    /// `--json`: the problems, as the report lists them.
+    kept: Option<Vec<serde_json::Value>>,
+    name: String,
 }
 
 impl Checker<'_> {
     fn problem(&mut self, msg: &str) -> Result<()> {
         self.problems += 1;
-        writeln!(self.out, "{msg}")?;
+        match &mut self.kept {
+            Some(kept) => kept.push(problem_json(&self.name, msg)),
+            None => writeln!(self.out, "{msg}")?,
+        }
         Ok(())
     }
 
@@ -112,12 +123,17 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         check: sess::syntax::LineCheck::Off,
         ..crate::cli::default_open(g)
     };
+    let mut files = Vec::new();
     for input in &inputs {
         let mut check = Checker {
             out: &mut out,
             problems: 0,
             lines: LineChecks::default(),
+            kept: args.json.then(Vec::new),
+            name: input.name(),
         };
+        let mut warnings = Vec::new();
+        let lines_before = lines;
         let container = match input {
             Input::Path(p) => verify::container(p)?,
             Input::Stdin => Container::Unchecked,
@@ -131,6 +147,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             }
             Container::NoIndex(warning) => {
                 eprintln!("sess: warning: {warning}");
+                warnings.push(warning);
                 false
             }
             Container::Unchecked => false,
@@ -146,16 +163,93 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             check.read(input, opts, &mut lines)?;
         }
         problems += check.problems;
+        if let Some(kept) = check.kept {
+            files.push(serde_json::json!({
+                "file": input.name(),
+                "lines": lines - lines_before,
+                "index_checked": checked,
+                "problems": kept,
+                "warnings": warnings,
+            }));
+        }
     }
-    writeln!(
-        out,
-        "{} {lines} lines in {} input(s), {problems} problem(s)",
-        if problems == 0 { "ok:" } else { "FAILED:" },
-        inputs.len()
-    )?;
+    if args.json {
+        let report = serde_json::json!({
+            "schema": "sess-verify/1",
+            "ok": problems == 0,
+            "inputs": inputs.len(),
+            "lines": lines,
+            "problems": problems,
+            "files": files,
+        });
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(
+            out,
+            "{} {lines} lines in {} input(s), {problems} problem(s)",
+            if problems == 0 { "ok:" } else { "FAILED:" },
+            inputs.len()
+        )?;
+    }
     out.finish()?;
     if problems > 0 {
         bail!("verify found {problems} problem(s)");
     }
     Ok(())
+}
+
+/// A problem as the JSON report lists it: its line, column and byte offset when the text
+/// names them (`FILE:LINE[:COLUMN]: what (byte offset N)`, as every place is printed), and
+/// what is wrong.
+fn problem_json(name: &str, text: &str) -> serde_json::Value {
+    let mut p = serde_json::json!({ "line": null, "column": null, "offset": null });
+    let mut message = text;
+    if let Some(rest) = text.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
+        let mut rest = rest;
+        for key in ["line", "column"] {
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let Ok(n) = rest[..digits].parse::<u64>() else {
+                break;
+            };
+            p[key] = n.into();
+            rest = rest[digits..].strip_prefix(':').unwrap_or(&rest[digits..]);
+        }
+        message = rest.trim_start();
+    }
+    if let Some((before, after)) = message.rsplit_once(" (byte offset ")
+        && let Some(Ok(n)) = after.strip_suffix(')').map(str::parse::<u64>)
+    {
+        p["offset"] = n.into();
+        message = before;
+    }
+    p["message"] = message.into();
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::problem_json;
+
+    #[test]
+    fn a_problem_is_split_into_its_place_and_what_is_wrong() {
+        let p = problem_json(
+            "a:b.jsonl",
+            "a:b.jsonl:2:13: invalid JSON: expected a string key (byte offset 25)",
+        );
+        assert_eq!(
+            p,
+            serde_json::json!({"line": 2, "column": 13, "offset": 25,
+                               "message": "invalid JSON: expected a string key"})
+        );
+        let p = problem_json("f", "f:7: seq 9 where 8 was expected (seq must rise by 1)");
+        assert_eq!(p["line"], 7);
+        assert_eq!(p["column"], serde_json::Value::Null);
+        assert_eq!(
+            p["message"],
+            "seq 9 where 8 was expected (seq must rise by 1)"
+        );
+        let p = problem_json("f", "f: lost bytes 10..20 (bad frame)");
+        assert_eq!(p["line"], serde_json::Value::Null);
+        assert_eq!(p["message"], "lost bytes 10..20 (bad frame)");
+    }
 }

@@ -51,6 +51,15 @@ pub struct Counts {
     pub bytes_out: u64,
 }
 
+impl Counts {
+    fn add(&mut self, c: Counts) {
+        self.events_in += c.events_in;
+        self.bytes_in += c.bytes_in;
+        self.events_out += c.events_out;
+        self.bytes_out += c.bytes_out;
+    }
+}
+
 /// A run of frames waiting for its successor.
 struct OpenRun {
     frame_type: String,
@@ -428,6 +437,23 @@ impl Filter {
         run.frames.push((line.to_vec(), terminated));
     }
 
+    /// Per-class counts as one JSON object (`docs/FORMAT.md`, "`sess filter --stats
+    /// --json`"): each class, then the total.
+    pub fn counts_json(&self) -> serde_json::Value {
+        let mut classes = serde_json::Map::new();
+        let mut total = Counts::default();
+        for class in Class::ALL {
+            let c = self.counts.get(&class).copied().unwrap_or_default();
+            total.add(c);
+            classes.insert(class.name().to_string(), serde_json::json!(c));
+        }
+        serde_json::json!({
+            "classes": classes,
+            "total": total,
+            "frames_too_large": self.dropped_unboundable,
+        })
+    }
+
     /// Per-class counts as a table for people.
     pub fn render_counts(&self) -> String {
         let mut out = format!(
@@ -445,10 +471,7 @@ impl Filter {
                 c.events_out,
                 c.bytes_out
             );
-            total.events_in += c.events_in;
-            total.bytes_in += c.bytes_in;
-            total.events_out += c.events_out;
-            total.bytes_out += c.bytes_out;
+            total.add(c);
         }
         out += &format!(
             "{:<9} {:>10} {:>14} {:>10} {:>14}\n",

@@ -44,6 +44,8 @@ pub struct Sink {
     target: Target,
     /// The name used in messages: `stdout`, or the path as given.
     name: String,
+    /// Bytes written so far, for reports.
+    written: u64,
 }
 
 impl Sink {
@@ -52,6 +54,7 @@ impl Sink {
         Sink {
             target: Target::Stdout(BufWriter::with_capacity(BUFFER, io::stdout().lock())),
             name: "stdout".into(),
+            written: 0,
         }
     }
 
@@ -74,6 +77,7 @@ impl Sink {
                 path: real,
             },
             name,
+            written: 0,
         })
     }
 
@@ -102,7 +106,13 @@ impl Sink {
         Ok(Sink {
             target: Target::InPlace(in_place),
             name,
+            written: 0,
         })
+    }
+
+    /// The bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Whether the output has been touched: false only for a streaming file that no bytes
@@ -184,11 +194,15 @@ impl Sink {
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.raw().write(buf).map_err(|e| self.named(e))
+        let n = self.raw().write(buf).map_err(|e| self.named(e))?;
+        self.written += n as u64;
+        Ok(n)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.raw().write_all(buf).map_err(|e| self.named(e))
+        self.raw().write_all(buf).map_err(|e| self.named(e))?;
+        self.written += buf.len() as u64;
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -290,6 +304,7 @@ fn resolve(path: Option<&Path>, inputs: &[PathBuf], existing: Existing) -> Resul
             return Ok(Resolved::Done(Sink {
                 target: Target::Direct(w),
                 name,
+                written: 0,
             }));
         }
     }

@@ -1,0 +1,189 @@
+//! `--json` reports for scripts: each is one JSON object on one line with a `schema`, and
+//! says what the text report says (`docs/FORMAT.md`, "Reports for scripts").
+
+mod common;
+
+use common::{sess, testdata};
+use serde_json::{Value, json};
+
+/// The one JSON object `text` must be: one line, nothing around it.
+fn one_object(text: &[u8]) -> Value {
+    let text = std::str::from_utf8(text).unwrap();
+    assert!(
+        text.ends_with('\n') && text.lines().count() == 1,
+        "{text:?}"
+    );
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert!(v.is_object());
+    v
+}
+
+#[test]
+fn verify_json_lists_each_problem_with_its_place_and_exits_as_verify_does() {
+    let out = sess()
+        .args(["verify", "--json"])
+        .write_stdin("{\"type\":\"a\",\"seq\":1}\n{\"type\":\"b\",}\n{\"seq\":5}\n{\"x\":")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = one_object(&out.stdout);
+    assert_eq!(v["schema"], "sess-verify/1");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["lines"], 4);
+    assert_eq!(v["problems"], 3);
+    let problems = &v["files"][0]["problems"];
+    assert_eq!(
+        problems[0],
+        json!({"line": 2, "column": 13, "offset": 33,
+               "message": "invalid JSON: expected a string key"})
+    );
+    assert_eq!(problems[1]["line"], 3);
+    assert!(
+        problems[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("seq 5 where 2")
+    );
+    assert_eq!(problems[2]["line"], 4);
+    assert!(
+        problems[2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("torn last line")
+    );
+    let ok = sess()
+        .args(["verify", "--json"])
+        .arg(testdata("dsh.jsonl"))
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let v = one_object(&ok.stdout);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["files"][0]["lines"], 28);
+    assert_eq!(v["files"][0]["problems"], json!([]));
+}
+
+#[test]
+fn filter_stats_json_gives_the_table_per_class_and_the_profile_per_input() {
+    let out = sess()
+        .args(["filter", "--stats", "--json"])
+        .arg(testdata("pi-new.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = one_object(&out.stderr);
+    assert_eq!(v["schema"], "sess-filter-stats/1");
+    assert_eq!(v["inputs"][0]["profile"], "pi");
+    assert_eq!(
+        v["classes"]["frame"],
+        json!({"events_in": 13, "bytes_in": 2999, "events_out": 0, "bytes_out": 0})
+    );
+    assert_eq!(v["total"]["events_out"], 18);
+    assert_eq!(v["total"]["bytes_out"], out.stdout.len());
+    // --json is a form of --stats.
+    sess()
+        .args(["filter", "--json"])
+        .arg(testdata("pi-new.jsonl"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn pack_stats_json_counts_what_went_in_and_what_came_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let packed = dir.path().join("dsh.jsonl.zst");
+    let log = testdata("dsh.jsonl");
+    let out = sess()
+        .args(["pack", "--stats", "--json"])
+        .arg(&log)
+        .arg("-o")
+        .arg(&packed)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = one_object(&out.stderr);
+    assert_eq!(v["schema"], "sess-pack-stats/1");
+    assert_eq!(v["events"], 28);
+    assert_eq!(v["packed_events"], 9);
+    assert_eq!(v["rows"], 2);
+    assert_eq!(v["bytes_in"], std::fs::metadata(&log).unwrap().len());
+    assert_eq!(v["bytes_out"], std::fs::metadata(&packed).unwrap().len());
+    // From a pipe (the streaming path) the same counts, and what reached stdout.
+    let piped = sess()
+        .args(["pack", "--plain", "--stats", "--json"])
+        .write_stdin(std::fs::read(&log).unwrap())
+        .output()
+        .unwrap();
+    let p = one_object(&piped.stderr);
+    assert_eq!(p["events"], 28);
+    assert_eq!(p["bytes_out"], piped.stdout.len());
+}
+
+#[test]
+fn repair_json_names_each_loss_by_bytes_and_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, "{\"a\":1}\n{\"a\":\n{\"b\":2}").unwrap();
+    let fixed = dir.path().join("fixed.jsonl");
+    let out = sess()
+        .args(["repair", "--json"])
+        .arg(&torn)
+        .arg("-o")
+        .arg(&fixed)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = one_object(&out.stderr);
+    assert_eq!(v["schema"], "sess-repair/1");
+    assert_eq!(v["lines_kept"], 2);
+    assert_eq!(v["newline_added"], 3);
+    assert_eq!(v["lost"].as_array().unwrap().len(), 1);
+    assert_eq!(v["lost"][0]["bytes"], json!([8, 14]));
+    assert_eq!(v["lost"][0]["after_line"], 1);
+    assert_eq!(v["lost"][0]["lines"], 1);
+    assert_eq!(std::fs::read(&fixed).unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
+}
+
+#[test]
+fn recover_json_holds_the_value_and_what_was_replayed() {
+    let out = sess()
+        .args(["recover", "--json"])
+        .arg(testdata("oplist.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = one_object(&out.stdout);
+    assert_eq!(v["schema"], "sess-recover/1");
+    assert_eq!(
+        v["value"],
+        json!({"x": "again!!", "y": [0], "z": {"w": 10}})
+    );
+    assert_eq!(
+        (v["first_seq"].clone(), v["last_seq"].clone()),
+        (json!(8), json!(10))
+    );
+    assert_eq!(v["batches"], 3);
+    assert_eq!(v["torn_last_line"], false);
+    // The value is spelled as plain recover spells it, and a torn last line is reported.
+    let list = "{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",{\"n\":1.50,\"s\":\"\\u00e9\"}]]}\n{\"seq\":1,";
+    let plain = sess()
+        .arg("recover")
+        .arg("-")
+        .write_stdin(list)
+        .output()
+        .unwrap();
+    let json_out = sess()
+        .args(["recover", "--json", "-"])
+        .write_stdin(list)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(json_out.stdout.clone()).unwrap();
+    let value = String::from_utf8(plain.stdout).unwrap();
+    assert!(
+        text.ends_with(&format!(",\"value\":{}}}\n", value.trim_end())),
+        "{text}"
+    );
+    let v = one_object(&json_out.stdout);
+    assert_eq!(v["torn_last_line"], true);
+    assert_eq!(v["batches"], 1);
+}
