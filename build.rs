@@ -5,6 +5,8 @@
 //! - `../shared/conformance` (the shared corpus beside the project): without it the
 //!   conformance tests are compiled with `cfg(sess_no_conformance)`.
 //! - the zstd CLI: without it the tests comparing with stock zstd get `cfg(sess_no_zstd_cli)`.
+//! - jq: without it the test that runs the README's examples (which pipe into jq) gets
+//!   `cfg(sess_no_jq)`.
 
 use std::path::Path;
 use std::process::Command;
@@ -12,6 +14,7 @@ use std::process::Command;
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(sess_no_conformance)");
     println!("cargo::rustc-check-cfg=cfg(sess_no_zstd_cli)");
+    println!("cargo::rustc-check-cfg=cfg(sess_no_jq)");
     println!("cargo::rerun-if-env-changed=CI");
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-changed=build.rs");
@@ -36,15 +39,33 @@ fn main() {
             corpus.display()
         );
     }
-    let zstd = Command::new("zstd").arg("--version").output();
-    if !zstd.is_ok_and(|o| o.status.success()) {
-        if ci {
-            panic!("CI=true, but the zstd CLI is not installed (.ci/run installs it)");
-        }
-        println!("cargo::rustc-cfg=sess_no_zstd_cli");
-        println!(
-            "cargo::warning=the zstd CLI is not installed: the tests comparing with stock zstd are \
-             ignored; install zstd (apt install zstd) to run them"
-        );
+    tool(
+        "zstd",
+        "sess_no_zstd_cli",
+        "the tests comparing with stock zstd",
+        ci,
+    );
+    tool(
+        "jq",
+        "sess_no_jq",
+        "the test running the README's examples",
+        ci,
+    );
+}
+
+/// Sets `cfg` when the command `name` is not installed, so that the tests needing it are
+/// ignored, with a warning; under CI, where `.ci/run` installs it, its absence fails.
+fn tool(name: &str, cfg: &str, tests: &str, ci: bool) {
+    let found = Command::new(name).arg("--version").output();
+    if found.is_ok_and(|o| o.status.success()) {
+        return;
     }
+    if ci {
+        panic!("CI=true, but {name} is not installed (.ci/run installs it)");
+    }
+    println!("cargo::rustc-cfg={cfg}");
+    println!(
+        "cargo::warning={name} is not installed: {tests} are ignored; install it (apt install \
+         {name}) to run them"
+    );
 }

@@ -85,7 +85,7 @@ impl Tally {
             n => format!("{n} lines are"),
         };
         Some(format!(
-            "{name}: {lines} not JSON (read as they are); the first: {first} \
+            "{name}: {lines} not JSON (kept as read); the first: {first} \
              (--strict makes this an error)"
         ))
     }
@@ -137,7 +137,7 @@ mod tests {
         t.line("f", &line(b"", 6)).unwrap();
         let s = t.summary("f").unwrap();
         assert!(
-            s.starts_with("f: 4 lines are not JSON (read as they are)"),
+            s.starts_with("f: 4 lines are not JSON (kept as read)"),
             "{s}"
         );
         assert!(

@@ -150,7 +150,7 @@ fn malformed_lines_pass_through_with_one_warning_per_input_and_strict_stops_at_t
         assert!(out.status.success(), "{args:?}");
         let err = String::from_utf8(out.stderr).unwrap();
         let want = format!(
-            "sess: warning: {name}: 3 lines are not JSON (read as they are); the first: \
+            "sess: warning: {name}: 3 lines are not JSON (kept as read); the first: \
              {name}:2:20: invalid JSON: expected a JSON value (byte offset 38) \
              (--strict makes this an error)\n"
         );
