@@ -417,37 +417,102 @@ pub fn decode_string(inner: &[u8]) -> Option<String> {
 /// Decodes the content of a JSON string into UTF-16 code units, exactly as JavaScript holds
 /// it: lone surrogates stay lone.
 pub fn decode_utf16_units(inner: &[u8]) -> Option<Vec<u16>> {
-    let text = std::str::from_utf8(inner).ok()?;
-    let mut out = Vec::with_capacity(text.len());
-    let mut chars = text.char_indices();
-    while let Some((at, c)) = chars.next() {
-        if c != '\\' {
+    std::str::from_utf8(inner).ok()?;
+    decode_valid(inner).map(|(units, _)| units)
+}
+
+/// The UTF-16 code units of the content of a JSON string already known to be valid UTF-8,
+/// and whether it is spelled as `JSON.stringify` spells it ([`is_canonical_string`]),
+/// told in the same pass. `None` for a bad escape.
+pub fn decode_valid(inner: &[u8]) -> Option<(Vec<u16>, bool)> {
+    let mut out = Vec::with_capacity(inner.len());
+    let mut canonical = true;
+    let mut at = 0;
+    while at < inner.len() {
+        // Runs of ASCII without an escape are most of any text: copied a run at a time.
+        let run = inner[at..]
+            .iter()
+            .take_while(|&&b| b < 0x80 && b != b'\\')
+            .count();
+        out.extend(inner[at..at + run].iter().map(|&b| u16::from(b)));
+        at += run;
+        let Some(&b) = inner.get(at) else { break };
+        if b != b'\\' {
+            let (c, len) = utf8_char(&inner[at..]);
             let mut buf = [0u16; 2];
-            out.extend_from_slice(c.encode_utf16(&mut buf));
+            out.extend_from_slice(char::from_u32(c)?.encode_utf16(&mut buf));
+            at += len;
             continue;
         }
-        let (_, e) = chars.next()?;
-        let unit = match e {
-            '"' => b'"' as u16,
-            '\\' => b'\\' as u16,
-            '/' => b'/' as u16,
-            'b' => 0x08,
-            'f' => 0x0c,
-            'n' => b'\n' as u16,
-            'r' => b'\r' as u16,
-            't' => b'\t' as u16,
-            'u' => {
-                let hex = text.get(at + 2..at + 6)?;
-                for _ in 0..4 {
-                    chars.next();
+        let unit = match inner.get(at + 1)? {
+            b'"' => 0x22,
+            b'\\' => 0x5C,
+            b'/' => {
+                canonical = false;
+                0x2F
+            }
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => 0x0A,
+            b'r' => 0x0D,
+            b't' => 0x09,
+            b'u' => {
+                let hex = inner.get(at + 2..at + 6)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
                 }
-                u16::from_str_radix(hex, 16).ok()?
+                let unit = hex.iter().fold(0u16, |u, &h| u << 4 | hex_value(h));
+                canonical &= escape_is_canonical(hex, unit, inner.get(at + 6..at + 12));
+                at += 4;
+                unit
             }
             _ => return None,
         };
+        at += 2;
         out.push(unit);
     }
-    Some(out)
+    Some((out, canonical))
+}
+
+/// Whether `JSON.stringify` writes unit `unit` as the escape `\\u` + `hex`, which `next`
+/// (the six bytes after it) may follow: for a control character without a short form, and
+/// a lone surrogate, in lower case.
+fn escape_is_canonical(hex: &[u8], unit: u16, next: Option<&[u8]>) -> bool {
+    let lower = !hex.iter().any(u8::is_ascii_uppercase);
+    let short_form = matches!(unit, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D);
+    let lone = match unit {
+        // A high surrogate escape followed by a low one is a pair, which it writes raw.
+        0xD800..=0xDBFF => !next.is_some_and(|n| {
+            n.starts_with(b"\\u")
+                && n[2..].iter().all(u8::is_ascii_hexdigit)
+                && (0xDC00..=0xDFFF)
+                    .contains(&n[2..].iter().fold(0u16, |u, &h| u << 4 | hex_value(h)))
+        }),
+        0xDC00..=0xDFFF => true,
+        _ => false,
+    };
+    lower && ((unit < 0x20 && !short_form) || lone)
+}
+
+fn hex_value(h: u8) -> u16 {
+    u16::from(match h {
+        b'0'..=b'9' => h - b'0',
+        b'a'..=b'f' => h - b'a' + 10,
+        _ => h - b'A' + 10,
+    })
+}
+
+/// The scalar value of the UTF-8 sequence `b` starts with (valid UTF-8), and its length.
+fn utf8_char(b: &[u8]) -> (u32, usize) {
+    let cont = |k: usize| u32::from(b[k] & 0x3F);
+    match b[0] {
+        0xC0..=0xDF => ((u32::from(b[0] & 0x1F) << 6) | cont(1), 2),
+        0xE0..=0xEF => ((u32::from(b[0] & 0x0F) << 12) | (cont(1) << 6) | cont(2), 3),
+        _ => (
+            (u32::from(b[0] & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
+            4,
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -649,6 +714,32 @@ pub fn safe_integer(raw: &[u8]) -> Option<i64> {
     (v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE as f64).then_some(v as i64)
 }
 
+/// Writes a number as [`js_number`] formats it; a safe integer (most numbers in a log)
+/// without going through the general formatting.
+pub fn write_js_number(v: f64, out: &mut Vec<u8>) {
+    if v.fract() == 0.0 && v.abs() <= MAX_SAFE as f64 && v != 0.0 {
+        let mut n = (v as i64).unsigned_abs();
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        while n > 0 {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        if v < 0.0 {
+            out.push(b'-');
+        }
+        out.extend_from_slice(&digits[at..]);
+    } else if (1e-6..1e21).contains(&v.abs()) {
+        // In this range JavaScript writes plain decimals, as Rust's shortest round-trip
+        // `Display` does.
+        use std::io::Write;
+        write!(out, "{v}").expect("writing to a Vec cannot fail");
+    } else {
+        out.extend_from_slice(js_number(v).as_bytes());
+    }
+}
+
 /// Formats a number as JavaScript's `JSON.stringify` does: shortest round-trip digits,
 /// exponent form below 1e-6 and from 1e21, `-0` as `0`, non-finite as `null`.
 pub fn js_number(v: f64) -> String {
@@ -688,7 +779,11 @@ pub fn is_canonical_number(raw: &[u8]) -> bool {
     if small_int(raw).is_some() {
         return raw != b"-0";
     }
-    number_value(raw).is_some_and(|v| v.is_finite() && js_number(v).as_bytes() == raw)
+    number_value(raw).is_some_and(|v| {
+        let mut spelled = Vec::with_capacity(24);
+        write_js_number(v, &mut spelled);
+        v.is_finite() && spelled == raw
+    })
 }
 
 /// Whether the content of a JSON string (between the quotes) is spelled exactly as
@@ -751,6 +846,84 @@ fn lower_hex4(b: &[u8], at: usize) -> Option<u16> {
 #[cfg(test)]
 mod js_tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What [`decode_utf16_units`] decoded before its fast path: char by char.
+    fn decode_slowly(inner: &[u8]) -> Option<Vec<u16>> {
+        let text = std::str::from_utf8(inner).ok()?;
+        let mut out = Vec::new();
+        let mut chars = text.char_indices();
+        while let Some((at, c)) = chars.next() {
+            if c != '\\' {
+                let mut buf = [0u16; 2];
+                out.extend_from_slice(c.encode_utf16(&mut buf));
+                continue;
+            }
+            let unit = match chars.next()?.1 {
+                '"' => 0x22,
+                '\\' => 0x5C,
+                '/' => 0x2F,
+                'b' => 0x08,
+                'f' => 0x0C,
+                'n' => 0x0A,
+                'r' => 0x0D,
+                't' => 0x09,
+                'u' => {
+                    let hex = text.get(at + 2..at + 6)?;
+                    for _ in 0..4 {
+                        chars.next();
+                    }
+                    hex.bytes().all(|h| h.is_ascii_hexdigit()).then_some(())?;
+                    u16::from_str_radix(hex, 16).ok()?
+                }
+                _ => return None,
+            };
+            out.push(unit);
+        }
+        Some(out)
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_string_decoder_agrees_with_the_char_walk(
+            parts in prop::collection::vec(prop_oneof![
+                "[a-z \"/]{0,12}",
+                Just("\\".to_string()), Just("\\n".to_string()), Just("\\\"".to_string()),
+                Just("\\u00e9".to_string()), Just("\\ud83d\\ude00".to_string()),
+                Just("\\udc00".to_string()), Just("\\u12".to_string()), Just("\\x".to_string()),
+                Just("\\uD83D\\uDE00".to_string()), Just("\\u001F".to_string()), Just("\\u001f".to_string()),
+                Just("\\u000a".to_string()), Just("\\/".to_string()), Just("\\ud800\\u0041".to_string()),
+                Just("é文🦀".to_string()), "\\PC{0,3}",
+            ], 0..12),
+        ) {
+            let text = parts.concat();
+            prop_assert_eq!(decode_utf16_units(text.as_bytes()), decode_slowly(text.as_bytes()));
+            // The spelling told while decoding is the one the scan tells.
+            let quoted = format!("\"{text}\"");
+            if validate(quoted.as_bytes()).is_ok()
+                && let Some((_, canonical)) = decode_valid(text.as_bytes())
+            {
+                prop_assert_eq!(canonical, is_canonical_string(text.as_bytes()), "{}", text);
+            }
+        }
+
+        #[test]
+        fn the_fast_paths_write_numbers_as_js_number_does(
+            v in prop_oneof![
+                any::<i64>().prop_map(|i| i as f64),
+                (-(MAX_SAFE + 2)..=MAX_SAFE + 2).prop_map(|i| i as f64),
+                any::<f64>(),
+                (-30i32..30, any::<u32>()).prop_map(|(e, m)| f64::from(m) * 10f64.powi(e)),
+                (-1e-5..1e-5f64), (1e20..1e22f64), (-1e-6..-1e-7f64),
+                Just(1e-6), Just(-1e-6), Just(9.999999999999999e20),
+                Just(-0.0), Just(f64::NAN), Just(f64::INFINITY), Just(1e21), Just(-1e300),
+            ],
+        ) {
+            let mut out = Vec::new();
+            write_js_number(v, &mut out);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), js_number(v));
+        }
+    }
 
     #[test]
     fn formats_numbers_like_javascript() {

@@ -131,6 +131,8 @@ struct SnapshotRun {
     encoder: WireEncoder,
     /// Mirrors the unpacker's decoder, to check each batch before it is written.
     decoder: Decoder,
+    /// The last rebuilt event, spelled (one buffer for the run).
+    spelled: Vec<u8>,
 }
 
 /// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
@@ -150,7 +152,7 @@ impl SnapshotPacker {
     /// sess writes its value (and perhaps a `\r`) can be rebuilt byte for byte.
     pub fn value_of(line: &[u8]) -> Option<Value> {
         let (body, _) = split_cr(line);
-        Value::parse(body).ok().filter(|v| v.to_json() == body)
+        Value::parse_canonical(body)
     }
 
     /// Takes a candidate: it joins the open run, or starts a new one.
@@ -183,6 +185,7 @@ impl SnapshotPacker {
             last: value,
             encoder: WireEncoder::default(),
             decoder: Decoder::default(),
+            spelled: Vec::new(),
         });
         Ok(())
     }
@@ -203,7 +206,13 @@ impl SnapshotPacker {
                 .try_for_each(|op| apply(&mut rebuilt, op))
                 .is_ok()
         });
-        if !applied || rebuilt.as_ref().map(Value::to_json).as_deref() != Some(line) {
+        // The bytes are compared, not the values: what unpack writes is what is checked.
+        let spelled = &mut run.spelled;
+        spelled.clear();
+        if let Some(v) = &rebuilt {
+            v.write_json(spelled);
+        }
+        if !applied || rebuilt.is_none() || spelled[..] != *line {
             // The encoder and decoder have seen this batch: the run cannot go on.
             return Err(value);
         }

@@ -51,9 +51,20 @@ impl Value {
     /// Parses one JSON text (surrounding whitespace allowed), strictly.
     pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
         json::validate(text)?;
-        let mut p = Parser { b: text, i: 0 };
+        let mut p = Parser::new(text, false);
         let v = p.value(0)?;
         Ok(v)
+    }
+
+    /// The value of `text` when `text` is exactly what [`Value::to_json`] writes for it (no
+    /// whitespace, numbers and strings spelled as `JSON.stringify` spells them, no key
+    /// twice), else `None`. The same answer as parsing, writing and comparing, without the
+    /// writing: told while parsing.
+    pub fn parse_canonical(text: &[u8]) -> Option<Value> {
+        json::validate(text).ok()?;
+        let mut p = Parser::new(text, true);
+        let v = p.value(0).ok()?;
+        (p.canonical && p.i == text.len()).then_some(v)
     }
 
     /// The value as `JSON.stringify` writes it.
@@ -68,7 +79,7 @@ impl Value {
             Value::Null => out.extend_from_slice(b"null"),
             Value::Bool(true) => out.extend_from_slice(b"true"),
             Value::Bool(false) => out.extend_from_slice(b"false"),
-            Value::Number(n) => out.extend_from_slice(json::js_number(*n).as_bytes()),
+            Value::Number(n) => json::write_js_number(*n, out),
             Value::String(s) => write_string(s, out),
             Value::Array(items) => {
                 out.push(b'[');
@@ -139,10 +150,18 @@ pub fn eq_str(units: &[u16], s: &str) -> bool {
 
 /// Writes UTF-16 text as a JSON string, escaped as `JSON.stringify` escapes it.
 pub fn write_string(s: &[u16], out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let mut i = 0;
     while i < s.len() {
-        let u = s[i];
+        // Most text is runs of ASCII that needs no escape: copied a run at a time.
+        let run = s[i..]
+            .iter()
+            .take_while(|&&u| (0x20..0x80).contains(&u) && u != 0x22 && u != 0x5C)
+            .count();
+        out.extend(s[i..i + run].iter().map(|&u| u as u8));
+        i += run;
+        let Some(&u) = s.get(i) else { break };
         match u {
             0x22 => out.extend_from_slice(b"\\\""),
             0x5C => out.extend_from_slice(b"\\\\"),
@@ -151,26 +170,35 @@ pub fn write_string(s: &[u16], out: &mut Vec<u8>) {
             0x0A => out.extend_from_slice(b"\\n"),
             0x0D => out.extend_from_slice(b"\\r"),
             0x09 => out.extend_from_slice(b"\\t"),
-            0..=0x1F => out.extend_from_slice(format!("\\u{u:04x}").as_bytes()),
+            0..=0x1F => write_unit_escape(u, out),
             0xD800..=0xDBFF if s.get(i + 1).is_some_and(|l| (0xDC00..=0xDFFF).contains(l)) => {
-                let c = char::from_u32(
-                    0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(s[i + 1]) - 0xDC00),
-                )
-                .expect("a surrogate pair is a char");
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                let c = 0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(s[i + 1]) - 0xDC00);
+                write_char(c, out);
                 i += 1;
             }
-            0xD800..=0xDFFF => out.extend_from_slice(format!("\\u{u:04x}").as_bytes()),
-            _ => {
-                let c = char::from_u32(u32::from(u)).expect("a non-surrogate unit is a char");
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
+            0xD800..=0xDFFF => write_unit_escape(u, out),
+            _ => write_char(u32::from(u), out),
         }
         i += 1;
     }
     out.push(b'"');
+}
+
+/// `\uxxxx`, lower case, as `JSON.stringify` escapes control characters and lone
+/// surrogates.
+fn write_unit_escape(u: u16, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[usize::from((u >> shift) & 0xF)]);
+    }
+}
+
+/// A scalar value (never a surrogate) as UTF-8.
+fn write_char(c: u32, out: &mut Vec<u8>) {
+    let c = char::from_u32(c).expect("a scalar value, not a surrogate");
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
 }
 
 /// Finds an object's members by key: a scan while the object is small, a hash map (built
@@ -212,9 +240,29 @@ impl KeyIndex {
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Whether to tell if the text is spelled as [`Value::to_json`] writes it.
+    check: bool,
+    /// While checking: so far, it is.
+    canonical: bool,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(b: &'a [u8], check: bool) -> Parser<'a> {
+        Parser {
+            b,
+            i: 0,
+            check,
+            canonical: true,
+        }
+    }
+
+    /// Skips whitespace, which a canonical text has none of.
+    fn skip_ws(&mut self) {
+        let at = json::skip_ws(self.b, self.i);
+        self.canonical &= at == self.i;
+        self.i = at;
+    }
+
     fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
         if depth > MAX_DEPTH {
             return Err(ParseError {
@@ -222,7 +270,7 @@ impl Parser<'_> {
                 expected: "nesting no deeper than 1000",
             });
         }
-        self.i = json::skip_ws(self.b, self.i);
+        self.skip_ws();
         let b = self.b;
         Ok(match b[self.i] {
             b'{' => {
@@ -230,7 +278,7 @@ impl Parser<'_> {
                 let mut members: Vec<(Vec<u16>, Value)> = Vec::new();
                 let mut index = KeyIndex::default();
                 loop {
-                    self.i = json::skip_ws(b, self.i);
+                    self.skip_ws();
                     match b[self.i] {
                         b'}' => {
                             self.i += 1;
@@ -239,10 +287,15 @@ impl Parser<'_> {
                         b',' => self.i += 1,
                         _ => {
                             let key = self.string();
-                            self.i = json::skip_ws(b, self.i) + 1; // the ':'
+                            self.skip_ws();
+                            self.i += 1; // the ':'
                             let v = self.value(depth + 1)?;
                             match index.find(&members, &key) {
-                                Some(at) => members[at].1 = v,
+                                Some(at) => {
+                                    // The last one wins, and is written where the first was.
+                                    self.canonical = false;
+                                    members[at].1 = v;
+                                }
                                 None => {
                                     index.add(&key, members.len());
                                     members.push((key, v));
@@ -257,7 +310,7 @@ impl Parser<'_> {
                 self.i += 1;
                 let mut items = Vec::new();
                 loop {
-                    self.i = json::skip_ws(b, self.i);
+                    self.skip_ws();
                     match b[self.i] {
                         b']' => {
                             self.i += 1;
@@ -284,7 +337,11 @@ impl Parser<'_> {
             }
             _ => {
                 let end = json::number_end(b, self.i)?;
-                let v = json::number_value(&b[self.i..end]).unwrap_or(f64::NAN);
+                let raw = &b[self.i..end];
+                let v = json::number_value(raw).unwrap_or(f64::NAN);
+                if self.check && self.canonical {
+                    self.canonical = json::is_canonical_number(raw);
+                }
                 self.i = end;
                 Value::Number(v)
             }
@@ -293,7 +350,9 @@ impl Parser<'_> {
 
     fn string(&mut self) -> Vec<u16> {
         let end = json::string_end(self.b, self.i).expect("validated");
-        let units = json::decode_utf16_units(&self.b[self.i + 1..end - 1]).expect("validated");
+        let inner = &self.b[self.i + 1..end - 1];
+        let (units, canonical) = json::decode_valid(inner).expect("validated");
+        self.canonical &= canonical;
         self.i = end;
         units
     }
@@ -302,6 +361,135 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What [`write_string`] wrote before its fast path: unit by unit.
+    fn write_string_slowly(s: &[u16]) -> Vec<u8> {
+        let mut out = vec![b'"'];
+        let mut i = 0;
+        while i < s.len() {
+            let u = s[i];
+            match u {
+                0x22 => out.extend_from_slice(b"\\\""),
+                0x5C => out.extend_from_slice(b"\\\\"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0C => out.extend_from_slice(b"\\f"),
+                0x0A => out.extend_from_slice(b"\\n"),
+                0x0D => out.extend_from_slice(b"\\r"),
+                0x09 => out.extend_from_slice(b"\\t"),
+                0..=0x1F => out.extend_from_slice(format!("\\u{u:04x}").as_bytes()),
+                0xD800..=0xDBFF if s.get(i + 1).is_some_and(|l| (0xDC00..=0xDFFF).contains(l)) => {
+                    let pair = [u, s[i + 1]];
+                    out.extend_from_slice(String::from_utf16(&pair).unwrap().as_bytes());
+                    i += 1;
+                }
+                0xD800..=0xDFFF => out.extend_from_slice(format!("\\u{u:04x}").as_bytes()),
+                _ => out.extend_from_slice(String::from_utf16(&[u]).unwrap().as_bytes()),
+            }
+            i += 1;
+        }
+        out.push(b'"');
+        out
+    }
+
+    /// JSON texts in canonical and other spellings: spaces, number forms, escapes, and keys
+    /// that repeat.
+    fn spellings() -> impl Strategy<Value = String> {
+        let ws = prop_oneof![4 => Just(""), 1 => Just(" "), 1 => Just("\n")];
+        let number = prop::sample::select(vec![
+            "0",
+            "-0",
+            "1",
+            "1.0",
+            "1e2",
+            "100",
+            "0.5",
+            "5e-1",
+            "-3",
+            "1E2",
+            "1e21",
+            "1e+21",
+            "123456789012345678901",
+            "1e400",
+            "0.1",
+            "1e-7",
+            "0.0000001",
+        ]);
+        let piece = prop::sample::select(vec![
+            "a",
+            "\\n",
+            "\\u000a",
+            "\\/",
+            "/",
+            "é",
+            "\\u00e9",
+            "\\ud800",
+            "\\uD800",
+            "\\ud83d\\ude00",
+            "😀",
+            "\\u001f",
+            "\\b",
+            "\\u0008",
+            "\\\"",
+            "\\u0022",
+            "\\u007f",
+        ]);
+        let string = prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
+        let leaf = prop_oneof![
+            number.prop_map(str::to_string),
+            string.clone(),
+            prop::sample::select(vec!["true", "false", "null"]).prop_map(str::to_string),
+        ];
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            let ws = ws.clone();
+            prop_oneof![
+                (prop::collection::vec((inner.clone(), ws.clone()), 0..4)).prop_map(|items| {
+                    let parts: Vec<String> =
+                        items.into_iter().map(|(v, w)| format!("{w}{v}")).collect();
+                    format!("[{}]", parts.join(","))
+                }),
+                prop::collection::vec(
+                    (prop::sample::select(vec!["a", "b", "\\u0061"]), ws, inner),
+                    0..4
+                )
+                .prop_map(|members| {
+                    let parts: Vec<String> = members
+                        .into_iter()
+                        .map(|(k, w, v)| format!("\"{k}\"{w}:{v}"))
+                        .collect();
+                    format!("{{{}}}", parts.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_canonical_parse_accepts_exactly_what_writing_gives_back(text in spellings()) {
+            let bytes = text.as_bytes();
+            let round_trips = Value::parse(bytes).is_ok_and(|v| v.to_json() == bytes);
+            prop_assert_eq!(Value::parse_canonical(bytes).is_some(), round_trips, "{}", text);
+            if let Some(v) = Value::parse_canonical(bytes) {
+                prop_assert_eq!(v.to_json(), bytes);
+            }
+        }
+
+        #[test]
+        fn the_fast_string_writer_agrees_with_the_unit_walk(
+            units in prop::collection::vec(prop_oneof![
+                4 => 0x20u16..0x80,
+                1 => 0u16..0x20,
+                1 => 0x80u16..0x800,
+                1 => 0x800u16..0xD800,
+                1 => 0xD800u16..0xE000,
+                1 => 0xE000u16..=0xFFFF,
+            ], 0..40),
+        ) {
+            let mut out = Vec::new();
+            write_string(&units, &mut out);
+            prop_assert_eq!(out, write_string_slowly(&units));
+        }
+    }
 
     fn round(s: &str) -> String {
         String::from_utf8(Value::parse(s.as_bytes()).unwrap().to_json()).unwrap()
