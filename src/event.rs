@@ -53,6 +53,20 @@ pub fn each_event<E: From<Error>>(
     inputs: &[Input],
     opts: OpenOptions,
     last: LastLine,
+    f: impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
+) -> Result<(), E> {
+    each_event_where(inputs, opts, last, None, f)
+}
+
+/// [`each_event`] for a reader that wants only some types: a packed row whose events are
+/// all of a type `wanted` refuses (told from the row's first bytes) is passed by without
+/// being expanded, so reading a packed log costs what the wanted events cost. Such a row is
+/// not checked either: `sess verify` reads every row.
+pub fn each_event_where<E: From<Error>>(
+    inputs: &[Input],
+    opts: OpenOptions,
+    last: LastLine,
+    wanted: Option<&dyn Fn(&[u8]) -> bool>,
     mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
     let mut buf = Vec::new();
@@ -63,8 +77,25 @@ pub fn each_event<E: From<Error>>(
         let Some(newline) = newline_for(name, &line, last) else {
             return Ok(Flow::More);
         };
+        if let Some(wanted) = wanted
+            && !line.is_torn()
+            && let Some(kind) = row_member_type(line.bytes)
+            && !wanted(kind)
+        {
+            return Ok(Flow::More);
+        }
         expand(name, line, newline, &mut buf, &mut f)
     })
+}
+
+/// The raw top-level `type` of every event a packed row holds, or `None` for a line that is
+/// not a row (or a row whose events have no type).
+pub fn row_member_type(line: &[u8]) -> Option<&[u8]> {
+    if snapshots::is_row(line) {
+        return snapshots::member_type(line);
+    }
+    let kind = json::field(line, "type")?;
+    rows::is_row_type(kind).then_some(br#""assistant/chunk""#.as_slice())
 }
 
 /// An input whose first line is a lone `{` or `[` is one JSON document written over many
@@ -213,9 +244,11 @@ pub fn kind(line: &[u8]) -> Option<Cow<'_, str>> {
 /// Whether the line's top-level `type` is one of `types`. Compares raw bytes first, so an
 /// unescaped type (the common case) costs no allocation.
 pub fn kind_is_one_of(line: &[u8], types: &[String]) -> bool {
-    let Some(raw) = json::field(line, "type") else {
-        return false;
-    };
+    json::field(line, "type").is_some_and(|raw| raw_kind_is_one_of(raw, types))
+}
+
+/// Whether a raw JSON `type` value is a string among `types`.
+pub fn raw_kind_is_one_of(raw: &[u8], types: &[String]) -> bool {
     if let Some(inner) = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\""))
         && !inner.contains(&b'\\')
     {

@@ -114,6 +114,12 @@ static CHUNKS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 
 /// Tells a row from an event and decodes the row. A line is a row when its top-level `type`
 /// (the last one, as `JSON.parse` reads duplicates) is a row tag.
+/// Whether a raw top-level `type` names a chunk row: a line of such a type is read as a
+/// row (or is an error), and every event it holds is an `assistant/chunk`.
+pub fn is_row_type(raw: &[u8]) -> bool {
+    json::str_value(raw).is_some_and(|t| RowKind::from_name(&t).is_some())
+}
+
 pub fn parse(line: &[u8]) -> Parsed<'_> {
     if CHUNKS.find(line).is_none() {
         return Parsed::Event;

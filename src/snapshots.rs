@@ -40,6 +40,12 @@ pub fn is_row(line: &[u8]) -> bool {
     line.starts_with(PREFIX)
 }
 
+/// The raw top-level `type` of every event a snapshot-delta row holds (its first event's),
+/// if it has one.
+pub fn member_type(row: &[u8]) -> Option<&[u8]> {
+    json::field(row, "first").and_then(|first| json::field(first, "type"))
+}
+
 /// Why a row could not be expanded.
 #[derive(Debug)]
 pub enum ExpandError<E> {
@@ -98,6 +104,9 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
     if !visit(0, first)? {
         return Ok(());
     }
+    // Every event of a row has its first event's type, so that a reader looking for other
+    // types can pass the row by unexpanded.
+    let kind = json::field(first, "type");
     let mut value = Some(Value::parse(first).map_err(|e| bad(format!("its first event: {e}")))?);
     let mut decoder = Decoder::default();
     for (k, batch) in batches.iter().enumerate() {
@@ -109,6 +118,12 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
             apply(&mut value, op).map_err(|e| bad(format!("snapshot-deltas batch {k}: {e}")))?;
         }
         let bytes = value.as_ref().map(Value::to_json).unwrap_or_default();
+        if json::field(&bytes, "type") != kind {
+            return Err(bad(format!(
+                "snapshot-deltas batch {k}: its event's type is not the type of the row's \
+                 first event (every event of a row has it)"
+            )));
+        }
         if !visit(k + 1, &bytes)? {
             return Ok(());
         }
@@ -195,6 +210,9 @@ impl SnapshotPacker {
     /// the run ends anyway.
     fn join(&mut self, line: &[u8], value: Value) -> Result<(), Value> {
         let run = self.run.as_mut().expect("joins only an open run");
+        if json::field(line, "type") != json::field(&run.first, "type") {
+            return Err(value);
+        }
         let ops: Vec<Op> = diff(Some(&run.last), &value, Limits::default());
         if is_base(&ops) {
             return Err(value);
@@ -308,6 +326,32 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn events_of_another_type_never_join_a_run() {
+        // Same kind to the caller, but the line's own type differs: a row holds one type.
+        let lines = [
+            r#"{"type":"x_update","n":1}"#,
+            r#"{"type":"x_update","n":2}"#,
+            r#"{"type":"y_update","n":3}"#,
+        ];
+        let mut p = SnapshotPacker::default();
+        let mut out = Vec::new();
+        for l in lines {
+            let v = SnapshotPacker::value_of(l.as_bytes()).unwrap();
+            p.take(l.as_bytes(), ("x_update".into(), None), v, &mut out)
+                .unwrap();
+        }
+        p.finish(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(r#"{"type":"y_update""#)
+        );
     }
 
     #[test]

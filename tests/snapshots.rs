@@ -95,6 +95,87 @@ fn a_damaged_snapshot_row_is_an_error_naming_its_line() {
         .stdout(predicate::str::contains("<stdin>:8: snapshot-deltas batch"));
 }
 
+#[test]
+fn cat_type_passes_rows_of_other_types_by_unexpanded_and_selects_what_the_plain_log_gives() {
+    // Each log packed, then every type it holds selected from both: the same events.
+    for name in ["pi-old.jsonl", "pi-new.jsonl", "dsh.jsonl"] {
+        let original = std::fs::read(testdata(name)).unwrap();
+        let packed = pack_plain(&original);
+        let kinds: std::collections::BTreeSet<String> = String::from_utf8_lossy(&original)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["type"].as_str().map(str::to_string))
+            .collect();
+        for kind in &kinds {
+            let plain = stdout_ok(
+                sess()
+                    .args(["cat", "--type", kind])
+                    .write_stdin(original.clone()),
+            );
+            let from_rows = stdout_ok(
+                sess()
+                    .args(["cat", "--type", kind])
+                    .write_stdin(packed.clone()),
+            );
+            assert!(plain == from_rows, "{name}: --type {kind}");
+        }
+    }
+    // A row of message_update whose ops cannot be applied: looking for message_end never
+    // opens it; looking for message_update does, and fails; --lines counts its events, so
+    // it opens it too.
+    let packed = String::from_utf8(pack_plain(
+        &std::fs::read(testdata("pi-old.jsonl")).unwrap(),
+    ))
+    .unwrap();
+    let broken = packed.replacen("[\"a\",", "[\"A\",", 1);
+    assert_ne!(broken, packed);
+    let want = stdout_ok(
+        sess()
+            .args(["cat", "--type", "message_end"])
+            .arg(testdata("pi-old.jsonl")),
+    );
+    sess()
+        .args(["cat", "--type", "message_end"])
+        .write_stdin(broken.clone())
+        .assert()
+        .success()
+        .stdout(want);
+    for args in [
+        &["--type", "message_update"][..],
+        &["--type", "message_end", "--lines", "1.."],
+    ] {
+        sess()
+            .arg("cat")
+            .args(args)
+            .write_stdin(broken.clone())
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("unknown op verb: A"));
+    }
+}
+
+#[test]
+fn every_event_of_a_snapshot_row_has_the_type_of_its_first() {
+    // A batch that sets the type: the reader refuses the row, so that passing rows by
+    // their first event's type can never hide an event.
+    let row = r#"{"type":"snapshot-deltas","first":{"type":"message_update","n":1},"ops":[[["s",["type"],"message_end"]]]}"#;
+    for cmd in ["cat", "unpack"] {
+        sess()
+            .arg(cmd)
+            .write_stdin(format!("{row}\n"))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "not the type of the row's first event",
+            ));
+    }
+    sess()
+        .arg("verify")
+        .write_stdin(format!("{row}\n"))
+        .assert()
+        .code(1);
+}
+
 /// Writes UTF-16 units as `JSON.stringify` writes a string: short escapes, `\u00xx` for
 /// other control characters, `\udxxx` for lone surrogates, everything else raw. Written
 /// here again, independently of sess, so that the test does not lean on the code it tests.

@@ -133,10 +133,17 @@ fn sequential(
 ) -> Result<()> {
     let mut position = 0u64;
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    super::each_event(
+    // With --type alone, rows of other types are passed by unexpanded. --lines counts
+    // every event, and --seq looks at each one's seq, so they read all.
+    let types = |kind: &[u8]| event::raw_kind_is_one_of(kind, select.types);
+    let wanted: Option<&dyn Fn(&[u8]) -> bool> =
+        (!select.types.is_empty() && args.lines.is_none() && select.seq.is_none())
+            .then_some(&types);
+    super::each_event_where(
         inputs,
         args.io.open_options(g),
         LastLine::Records,
+        wanted,
         |_, ev| {
             position += 1;
             if let Some(r) = &args.lines

@@ -29,6 +29,17 @@ pub fn each_event(
     sess::event::each_event(inputs, opts, last, f)
 }
 
+/// [`sess::event::each_event_where`] with the binary's error type.
+pub fn each_event_where(
+    inputs: &[Input],
+    opts: OpenOptions,
+    last: LastLine,
+    wanted: Option<&dyn Fn(&[u8]) -> bool>,
+    f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
+) -> Result<()> {
+    sess::event::each_event_where(inputs, opts, last, wanted, f)
+}
+
 /// [`sess::input::each_line`] with the binary's error type.
 pub fn each_line(
     inputs: &[Input],
