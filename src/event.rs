@@ -58,6 +58,9 @@ pub fn each_event<E: From<Error>>(
     each_event_where(inputs, opts, last, None, f)
 }
 
+/// Whether a reader wants events of a raw top-level `type`.
+pub type Wanted<'a> = &'a dyn Fn(&[u8]) -> bool;
+
 /// [`each_event`] for a reader that wants only some types: a packed row whose events are
 /// all of a type `wanted` refuses (told from the row's first bytes) is passed by without
 /// being expanded, so reading a packed log costs what the wanted events cost. Such a row is
@@ -66,7 +69,7 @@ pub fn each_event_where<E: From<Error>>(
     inputs: &[Input],
     opts: OpenOptions,
     last: LastLine,
-    wanted: Option<&dyn Fn(&[u8]) -> bool>,
+    wanted: Option<Wanted<'_>>,
     mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
     let mut buf = Vec::new();

@@ -136,7 +136,7 @@ fn sequential(
     // With --type alone, rows of other types are passed by unexpanded. --lines counts
     // every event, and --seq looks at each one's seq, so they read all.
     let types = |kind: &[u8]| event::raw_kind_is_one_of(kind, select.types);
-    let wanted: Option<&dyn Fn(&[u8]) -> bool> =
+    let wanted: Option<event::Wanted<'_>> =
         (!select.types.is_empty() && args.lines.is_none() && select.seq.is_none())
             .then_some(&types);
     super::each_event_where(

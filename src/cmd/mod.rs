@@ -34,7 +34,7 @@ pub fn each_event_where(
     inputs: &[Input],
     opts: OpenOptions,
     last: LastLine,
-    wanted: Option<&dyn Fn(&[u8]) -> bool>,
+    wanted: Option<sess::event::Wanted<'_>>,
     f: impl FnMut(&str, &Event<'_>) -> Result<Flow>,
 ) -> Result<()> {
     sess::event::each_event_where(inputs, opts, last, wanted, f)
