@@ -79,8 +79,15 @@ pub enum Compression {
     Gzip,
 }
 
-/// How the file at `p` is stored, from its first bytes; a file in another format is an
-/// error saying which.
+/// Whether `p` is a regular file: one that can be read twice, or seeked in. A pipe named
+/// as a path (`<(gzip -dc log.gz)`, a FIFO) is not, and must be read once, from the start.
+pub fn is_regular_file(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file())
+}
+
+/// How the regular file at `p` is stored, from its first bytes; a file in another format
+/// is an error saying which. (Only for a regular file: reading a pipe's first bytes here
+/// would take them from its reader; see [`is_regular_file`].)
 pub fn file_compression(p: &Path) -> Result<Compression> {
     let name = p.display().to_string();
     let mut head = [0u8; SNIFF];

@@ -188,3 +188,72 @@ fn malformed_lines_pass_through_with_one_warning_per_input_and_strict_stops_at_t
             "{name}:1:17: invalid JSON"
         )));
 }
+
+/// Runs `sess ARGS` by bash with `<(cat FILE)` in place of `{}`: the input is a pipe named
+/// as a path.
+fn through_a_pipe(args: &str, file: &std::path::Path) -> std::process::Output {
+    let bin = env!("CARGO_BIN_EXE_sess");
+    let pipe = format!("<(cat '{}')", file.display());
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("'{bin}' {}", args.replace("{}", &pipe)))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_pipe_named_as_a_path_is_read_once_from_its_first_byte() {
+    let dsh = testdata("dsh.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let packed = dir.path().join("dsh.jsonl.zst");
+    sess()
+        .arg("pack")
+        .arg(&dsh)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    // Each as it reads the file itself.
+    let cases: [(&str, &std::path::Path); 6] = [
+        ("verify {}", &dsh),
+        ("cat --tail 3 {}", &dsh),
+        ("cat --tail 3 {}", &packed),
+        ("cat --seq 20..22 {}", &packed),
+        ("recover {}", &testdata("oplist.jsonl")),
+        ("stats {}", &dsh),
+    ];
+    for (args, file) in cases {
+        let piped = through_a_pipe(args, file);
+        let direct = std::process::Command::new(env!("CARGO_BIN_EXE_sess"))
+            .args(args.replace("{}", &file.display().to_string()).split(' '))
+            .output()
+            .unwrap();
+        assert!(
+            piped.status.success(),
+            "{args}: {}",
+            String::from_utf8_lossy(&piped.stderr)
+        );
+        let name = |o: &[u8]| String::from_utf8_lossy(o).replace(&file.display().to_string(), "F");
+        let unname = |o: &[u8]| fd_as_f(&String::from_utf8_lossy(o));
+        assert_eq!(unname(&piped.stdout), name(&direct.stdout), "{args}");
+        assert_eq!(String::from_utf8_lossy(&piped.stderr), "", "{args}");
+    }
+    // repair seeks in its input: it refuses a pipe, and writes nothing.
+    let out = dir.path().join("fixed.jsonl");
+    let piped = through_a_pipe(&format!("repair {{}} -o '{}'", out.display()), &dsh);
+    assert_eq!(piped.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&piped.stderr).contains("not a regular file"));
+    assert!(!out.exists());
+}
+
+/// `/dev/fd/63` (bash's name for a process substitution) as `F`.
+fn fd_as_f(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("/dev/fd/") {
+        out += &rest[..at];
+        rest = rest[at + 8..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out += "F";
+    }
+    out + rest
+}

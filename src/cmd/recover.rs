@@ -92,7 +92,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             .sink(&Input::paths(std::slice::from_ref(&input)))?,
     };
     let replayer = match &input {
-        Input::Path(p) if input::file_compression(p)? == Compression::Plain => {
+        // Read backwards only where that is possible: a plain regular file.
+        Input::Path(p)
+            if input::is_regular_file(p) && input::file_compression(p)? == Compression::Plain =>
+        {
             out.plain_file(p, opts)?
         }
         _ => out.stream(&input, opts, g)?,

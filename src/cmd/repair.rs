@@ -64,6 +64,12 @@ pub fn run(args: Args) -> Result<()> {
         (args.output.clone(), vec![args.file.clone()])
     };
     let mut f = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
+    if !input::is_regular_file(&args.file) {
+        // Salvage seeks back and forth in its input.
+        bail!(
+            "{name}: not a regular file: repair reads a file it can seek in (save the stream to a file first)"
+        );
+    }
     let compression = input::file_compression(&args.file)?;
     if compression == Compression::Gzip {
         // gzip has no frames to keep or drop; its own tools say where it is damaged.

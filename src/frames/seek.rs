@@ -31,10 +31,15 @@ pub struct Seekable {
 }
 
 impl Seekable {
-    /// `None` when `path` is not a compressed file, or not a clean one (torn, damaged): such
-    /// a file is read from the start, where recovery applies.
+    /// `None` when `path` is not a compressed regular file, or not a clean one (torn,
+    /// damaged): such a file is read from the start, where recovery applies.
     pub fn open(path: &Path) -> io::Result<Option<Seekable>> {
         let mut file = File::open(path)?;
+        // A pipe or a device cannot seek, and reading its magic here would take those
+        // bytes from the reader that reads it from the start.
+        if !file.metadata()?.is_file() {
+            return Ok(None);
+        }
         let mut head = [0u8; 4];
         let n = crate::io::read::read_full(&mut file, &mut head)?;
         if !walk::is_zstd(&head[..n]) {
