@@ -145,23 +145,26 @@ pub struct Damage {
 }
 
 impl Damage {
+    /// How a command that parses every line it uses opens its inputs (`recover`): a bad line
+    /// is its error to report, so lines are not checked on the way.
     pub fn open_options(&self, g: Global) -> OpenOptions {
         OpenOptions {
             quiet: g.quiet,
             recovery: self.recovery.into(),
             collect_warnings: false,
-            check: LineCheck::Warn,
+            check: LineCheck::Off,
         }
     }
 }
 
-/// How inputs are opened by a command that offers no `--recovery`.
+/// How inputs are opened by a command that offers no `--recovery` (`diff`, `verify`), each
+/// of which parses every line itself.
 pub fn default_open(g: Global) -> OpenOptions {
     OpenOptions {
         quiet: g.quiet,
         recovery: Recovery::default(),
         collect_warnings: false,
-        check: LineCheck::Warn,
+        check: LineCheck::Off,
     }
 }
 

@@ -106,6 +106,13 @@ const SNIFF: usize = 4;
 const NOT_LOGS: &[(&[u8], &str)] = &[
     (b"\x7fELF", "an ELF executable"),
     (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xce\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xfe\xed\xfa\xce", "a Mach-O executable"),
+    (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
+    (
+        b"\xca\xfe\xba\xbe",
+        "a Mach-O universal binary or a Java class file",
+    ),
     (b"\x89PNG", "a PNG image"),
     (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF8", "a GIF image"),
@@ -287,44 +294,50 @@ pub fn each_line_of<E: From<Error>>(
     let mut rebuilt = Vec::new();
     let mut shift = Shift::default();
     let mut tally = Tally::new(src.check);
-    let flow = loop {
-        let offset = lines.offset();
-        // The place is built only on the way to an error: this loop runs once per line.
-        let line = lines.next_line().map_err(|e| {
-            let place = Place::file(&name).offset(offset);
-            Error::io(place, "cannot read (decompressed)", e)
-        })?;
-        let Some(mut line) = line else {
-            break Flow::More;
-        };
-        if src.skip_corrupt {
-            let (lines, bytes) = shift.lost_before(&src.health, line.offset);
-            line.number += lines;
-            line.offset += bytes;
-        }
-        let line = match rebuild(&name, line, &mut interned, &mut rebuilt) {
-            Ok(line) => line,
-            Err(e) if src.skip_corrupt => {
-                if !src.collect {
-                    eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
-                }
-                Health::lock(&src.health).notices.push(e.to_string());
-                continue;
+    // The bad lines read are told even when the input then fails.
+    let mut read = || -> Result<Flow, E> {
+        loop {
+            let offset = lines.offset();
+            // The place is built only on the way to an error: this loop runs once per line.
+            let line = lines.next_line().map_err(|e| {
+                let place = Place::file(&name).offset(offset);
+                Error::io(place, "cannot read (decompressed)", e)
+            })?;
+            let Some(mut line) = line else {
+                return Ok(Flow::More);
+            };
+            if src.skip_corrupt {
+                let (lines, bytes) = shift.lost_before(&src.health, line.offset);
+                line.number += lines;
+                line.offset += bytes;
             }
-            Err(e) => return Err(e.into()),
-        };
-        tally.line(&name, &line)?;
-        if f(&name, line)? == Flow::Stop {
-            break Flow::Stop;
+            let line = match rebuild(&name, line, &mut interned, &mut rebuilt) {
+                Ok(line) => line,
+                Err(e) if src.skip_corrupt => {
+                    if !src.collect {
+                        eprintln!(
+                            "sess: warning: {e}; the line is skipped (--recovery skip-corrupt)"
+                        );
+                    }
+                    Health::lock(&src.health).notices.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            tally.line(&name, &line)?;
+            if f(&name, line)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
         }
     };
+    let flow = read();
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     if let Some(warning) = tally.summary(&name) {
         eprintln!("sess: warning: {warning}");
     }
-    Ok(flow)
+    flow
 }
 
 /// The lines and bytes lost in skipped frames before a place in the output, so that lines

@@ -29,6 +29,8 @@ pub struct Tally {
     bad: u64,
     /// The first bad line: `file:line:col: invalid JSON: expected … (byte offset N)`.
     first: Option<String>,
+    /// Whether a line that is not blank has been read.
+    content: bool,
 }
 
 impl Tally {
@@ -37,16 +39,21 @@ impl Tally {
             check,
             bad: 0,
             first: None,
+            content: false,
         }
     }
 
     /// Checks one line of input `name`. A torn last line is left to the torn-line policy,
-    /// which warns about it on its own. A first line holding a NUL byte (which JSON text
-    /// never holds) is binary input, and an error in any mode but [`LineCheck::Off`].
+    /// which warns about it on its own. A first line that is not blank, is not JSON, and
+    /// holds a NUL byte (which JSON text never holds) or is not UTF-8, is binary input: an
+    /// error in any mode but [`LineCheck::Off`].
     pub fn line(&mut self, name: &str, line: &Line<'_>) -> Result<()> {
         if self.check == LineCheck::Off || line.is_torn() {
             return Ok(());
         }
+        let blank = line.bytes.trim_ascii().is_empty();
+        let first = !blank && !self.content;
+        self.content |= !blank;
         let bad = match self.check {
             LineCheck::Strict => json::validate(line.bytes).err(),
             _ if looks_whole(line.bytes) => None,
@@ -57,13 +64,11 @@ impl Tally {
         let place = Place::line(name, line.number)
             .column(e.offset as u64 + 1)
             .offset(line.offset + e.offset as u64);
-        if line.number == 1
-            && let Some(nul) = memchr::memchr(0, line.bytes)
-        {
-            let at = Place::file(name).offset(line.offset + nul as u64);
+        if first && let Some((at, why)) = binary(line.bytes) {
+            let at = Place::file(name).offset(line.offset + at as u64);
             return Err(Error::invalid(
                 at,
-                "binary data, not a JSONL log (a NUL byte; JSON text never holds one)",
+                format!("binary data, not a JSONL log ({why})"),
             ));
         }
         let what = format!("invalid JSON: {e}");
@@ -89,6 +94,15 @@ impl Tally {
              (--strict makes this an error)"
         ))
     }
+}
+
+/// Where and why a line that is not JSON is binary data rather than text.
+fn binary(b: &[u8]) -> Option<(usize, &'static str)> {
+    if let Some(nul) = memchr::memchr(0, b) {
+        return Some((nul, "a NUL byte; JSON text never holds one"));
+    }
+    let bad = std::str::from_utf8(b).err()?;
+    Some((bad.valid_up_to(), "not UTF-8 text"))
 }
 
 /// Whether a line is one JSON value as far as its brackets and strings tell: an object or
@@ -178,6 +192,23 @@ mod tests {
         // Later, the same line is one more bad line.
         t.line("a.out", &line(b"\x7fELF\0", 2)).unwrap();
         assert!(t.summary("a.out").unwrap().contains("1 line is not JSON"));
+        // Blank lines first do not hide it, and bytes that are not UTF-8 are binary too.
+        let mut t = Tally::new(LineCheck::Warn);
+        t.line("b", &line(b"", 1)).unwrap();
+        t.line("b", &line(b" \r", 2)).unwrap();
+        let e = t
+            .line("b", &line(b"ab\xff\xfe", 3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("binary data, not a JSONL log (not UTF-8 text) (byte offset 102)"),
+            "{e}"
+        );
+        // A first line that is JSON is never binary, whatever follows.
+        let mut t = Tally::new(LineCheck::Warn);
+        t.line("c", &line(b"{}", 1)).unwrap();
+        t.line("c", &line(b"\xff\0", 2)).unwrap();
+        assert!(t.summary("c").unwrap().contains("1 line is not JSON"));
     }
 
     #[test]

@@ -382,13 +382,19 @@ fn empty_input_is_fine() {
 
 #[test]
 fn missing_file_is_an_error_naming_it() {
-    for cmd in ["cat", "stats", "verify"] {
+    for cmd in ["cat", "stats"] {
         sess()
             .args([cmd, "/no/such/file.jsonl"])
             .assert()
             .code(1)
             .stderr(predicate::str::contains("/no/such/file.jsonl: cannot open"));
     }
+    // verify lists it among the problems it found.
+    sess()
+        .args(["verify", "/no/such/file.jsonl"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("/no/such/file.jsonl: cannot open"));
 }
 
 #[test]

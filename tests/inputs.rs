@@ -257,3 +257,47 @@ fn fd_as_f(text: &str) -> String {
     }
     out + rest
 }
+
+#[test]
+fn bad_lines_are_told_even_when_the_input_then_fails_and_only_by_readers_that_pass_them() {
+    // Garbage lines, then the gzip stream is cut: the count comes before the error.
+    let mut log = Vec::new();
+    for i in 0..2000 {
+        log.extend_from_slice(format!("{{\"type\":\"a\",\"n\":{i}}}\nnot json {i}\n").as_bytes());
+    }
+    let gz = gzip(&log);
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&cut, &gz[..gz.len() - 100]).unwrap();
+    let out = sess().arg("cat").arg(&cut).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let name = cut.display().to_string();
+    let told = err.find(&format!("{name}: ")).unwrap();
+    assert!(
+        err[told..].contains("lines are not JSON (kept as read); the first: "),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{name}:2:1: invalid JSON")), "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+    // recover parses every batch it replays and fails on a bad one itself; a bad line
+    // before the last base is none of its business, from a file or a pipe alike.
+    let ops = std::fs::read_to_string(testdata("oplist.jsonl")).unwrap();
+    let mut lines: Vec<&str> = ops.lines().collect();
+    lines.insert(3, "garbage");
+    let bad = lines.join("\n") + "\n";
+    let file = dir.path().join("ops.jsonl");
+    std::fs::write(&file, &bad).unwrap();
+    sess()
+        .arg("recover")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr("");
+    sess()
+        .args(["recover", "-"])
+        .write_stdin(bad)
+        .assert()
+        .success()
+        .stderr("");
+}

@@ -380,3 +380,26 @@ fn a_closed_pipe_is_not_an_input_error() {
     );
     assert_eq!(out.stdout.len(), 10);
 }
+
+#[test]
+fn a_torn_last_line_is_named_by_its_line_in_the_file_however_it_is_read() {
+    // The last base is at line 9: the plain file is read from there, backwards first.
+    let list = std::fs::read(testdata("oplist.jsonl")).unwrap();
+    let torn = &list[..list.len() - 20];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("torn.jsonl");
+    std::fs::write(&file, torn).unwrap();
+    let want = format!("{}:11: a torn last line", file.display());
+    sess()
+        .arg("recover")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(want));
+    sess()
+        .args(["recover", "-"])
+        .write_stdin(torn.to_vec())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("<stdin>:11: a torn last line"));
+}

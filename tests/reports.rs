@@ -187,3 +187,33 @@ fn recover_json_holds_the_value_and_what_was_replayed() {
     assert_eq!(v["torn_last_line"], true);
     assert_eq!(v["batches"], 1);
 }
+
+#[test]
+fn verify_reports_an_input_it_cannot_open_as_a_problem_and_checks_the_others() {
+    let out = sess()
+        .args(["verify", "--json"])
+        .arg(testdata("dsh.jsonl"))
+        .arg("/nonexistent/x.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = one_object(&out.stdout);
+    assert_eq!(v["inputs"], 2);
+    assert_eq!(v["files"][0]["lines"], 28);
+    assert_eq!(v["files"][0]["problems"], json!([]));
+    let p = &v["files"][1]["problems"][0];
+    assert_eq!(p["line"], Value::Null);
+    assert!(
+        p["message"].as_str().unwrap().starts_with("cannot open"),
+        "{p}"
+    );
+    sess()
+        .arg("verify")
+        .arg("/nonexistent/x.jsonl")
+        .arg(testdata("dsh.jsonl"))
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "FAILED: 28 lines in 2 input(s), 1 problem(s)",
+        ));
+}

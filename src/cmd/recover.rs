@@ -10,7 +10,7 @@ use crate::cli::{self, Damage, Global};
 use sess::delta::Op;
 use sess::delta::oplist::{self, RecoverOptions, Replayer, Tail};
 use sess::input::{self, Compression, Flow, Input};
-use sess::io::{Line, LineReader, Sink};
+use sess::io::{LineReader, Sink};
 use sess::value::Value;
 
 const ABOUT: &str = "Rebuild the value an op list holds, from its last base batch";
@@ -154,6 +154,7 @@ impl Printer<'_> {
         let strict = opts.strict;
         let mut replayer = Replayer::new(opts, start.by_address);
         let mut failed = None;
+        let mut torn = None;
         {
             let mut lines = LineReader::new(&mut file);
             while let Some(line) = lines
@@ -161,7 +162,8 @@ impl Printer<'_> {
                 .with_context(|| format!("{name}: cannot read"))?
             {
                 let offset = start.offset + line.offset;
-                if self.torn(&line, offset, strict)? {
+                if line.is_torn() {
+                    torn = Some((offset, line.bytes.len()));
                     break;
                 }
                 if let Err(e) = self.apply(&mut replayer, line.bytes) {
@@ -170,10 +172,15 @@ impl Printer<'_> {
                 }
             }
         }
+        // Lines are read from the last base on: their numbers in the file are counted only
+        // on the way to a message.
         if let Some((offset, e)) = failed {
-            // Counting lines is paid only on the way to an error.
             let n = oplist::line_number(&mut file, offset)?;
             return Err(placed(e, format!("{name}:{n}")));
+        }
+        if let Some((offset, len)) = torn {
+            let n = oplist::line_number(&mut file, offset)?;
+            self.torn_line(n, offset, len, strict)?;
         }
         Ok(replayer)
     }
@@ -205,16 +212,6 @@ impl Printer<'_> {
             self.torn_line(number, offset, len, strict)?;
         }
         Ok(replayer)
-    }
-
-    /// Handles a torn last line: an error under --strict, else a warning. Returns whether
-    /// the line is torn (replay then stops).
-    fn torn(&mut self, line: &Line<'_>, offset: u64, strict: bool) -> Result<bool> {
-        if !line.is_torn() {
-            return Ok(false);
-        }
-        self.torn_line(line.number, offset, line.bytes.len(), strict)?;
-        Ok(true)
     }
 
     fn torn_line(&mut self, number: u64, offset: u64, len: usize, strict: bool) -> Result<()> {

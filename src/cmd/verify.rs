@@ -83,7 +83,12 @@ impl Checker<'_> {
     /// Reads one input through, checking every line. A damaged frame is a problem, and so
     /// is each later line that needed a value defined in it; the rest is read on.
     fn read(&mut self, input: &Input, opts: OpenOptions, lines: &mut u64) -> Result<()> {
-        let src = sess::input::open(input, opts)?;
+        // An input that cannot be opened, or is no log, is a problem of its own: the others
+        // are checked all the same.
+        let src = match sess::input::open(input, opts) {
+            Ok(src) => src,
+            Err(e) => return self.problem(&e.to_string()),
+        };
         let name = src.name.clone();
         let health = src.health.clone();
         let read = super::each_line_of(src, &mut |name, line| {
@@ -135,7 +140,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let mut warnings = Vec::new();
         let lines_before = lines;
         let container = match input {
-            Input::Path(p) => verify::container(p)?,
+            // A file whose container cannot be read cannot be read through either: that
+            // says why, once.
+            Input::Path(p) => verify::container(p).unwrap_or(Container::Unchecked),
             Input::Stdin => Container::Unchecked,
         };
         let checked = match container {
@@ -147,7 +154,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             }
             Container::NoIndex(warning) => {
                 eprintln!("sess: warning: {warning}");
-                warnings.push(warning);
+                let name = format!("{}: ", input.name());
+                warnings.push(warning.strip_prefix(&name).unwrap_or(&warning).to_string());
                 false
             }
             Container::Unchecked => false,
