@@ -281,7 +281,14 @@ fn custom_profiles_from_flags_and_files() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not a valid profile file"));
-    // A malformed flag value is a usage error, as the README says (exit 2).
+    // A malformed flag value is a usage error, as the README says (exit 2); so is a
+    // profile name sess does not know.
+    sess()
+        .args(["filter", "--profile", "nosuch"])
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown profile 'nosuch'"));
     for bad in ["nosuccessor", "=done", "progress="] {
         sess()
             .args(["filter", "--frame", bad])

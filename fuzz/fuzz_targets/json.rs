@@ -1,10 +1,13 @@
 //! The raw JSON scanner on arbitrary bytes: no panic, and what the validator accepts the
 //! skipper spans whole, the field finder never reads past the line, and the block walk
-//! skips every container exactly as the byte walk does.
+//! skips every container exactly as the byte walk does. The canonical parse accepts exactly
+//! the texts that parsing and writing give back, and the readers' strict line check agrees
+//! with the validator (the cheap one must not panic).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sess::json;
+use sess::value::Value;
 
 fuzz_target!(|data: &[u8]| {
     let valid = json::validate(data).is_ok();
@@ -31,4 +34,15 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = json::is_canonical_string(data);
     let _ = json::decode_utf16_units(data);
+    let round_trips = Value::parse(data).is_ok_and(|v| v.to_json() == data);
+    assert_eq!(Value::parse_canonical(data).is_some(), round_trips);
+    let line = sess::io::Line {
+        bytes: data,
+        number: 1,
+        offset: 0,
+        ending: sess::io::Ending::Newline,
+    };
+    let mut strict = sess::syntax::Tally::new(sess::syntax::LineCheck::Strict);
+    assert_eq!(strict.line("f", &line).is_ok(), valid);
+    let _ = sess::syntax::Tally::new(sess::syntax::LineCheck::Warn).line("f", &line);
 });

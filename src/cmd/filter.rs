@@ -45,7 +45,8 @@ pub struct Args {
 
     /// The producer's profile: auto (detected per input), none, one of those 'sess
     /// profiles' lists, or the path of a profile file.
-    #[arg(long, value_name = "PROFILE", default_value = "auto", long_help = profile_help())]
+    #[arg(long, value_name = "PROFILE", default_value = "auto", long_help = profile_help(),
+          value_parser = profile_arg)]
     pub profile: String,
 
     /// Treat TYPE as a frame whose successor is SUCCESSOR (repeatable). Such frames are
@@ -90,6 +91,15 @@ pub struct Args {
     /// docs/FORMAT.md).
     #[arg(long, requires = "stats")]
     pub json: bool,
+}
+
+/// A name that is no profile's (nor a file's) is a usage error (exit 2); a profile file is
+/// read, and its faults reported, as an input (exit 1).
+fn profile_arg(s: &str) -> Result<String, String> {
+    match Choice::parse(s) {
+        Err(e) if !Choice::names_a_file(s) => Err(e.to_string()),
+        _ => Ok(s.to_string()),
+    }
 }
 
 /// `--frame` is checked by clap, so a malformed one is a usage error (exit 2).

@@ -744,6 +744,11 @@ impl Choice {
         Choice::Fixed(Box::new(p))
     }
 
+    /// Whether `arg`, not being a profile's name, is taken for the path of a profile file.
+    pub fn names_a_file(arg: &str) -> bool {
+        Path::new(arg).exists() || arg.contains(['/', '.'])
+    }
+
     /// `auto`, a built-in profile's name, `none`, or the path of a profile file.
     pub fn parse(arg: &str) -> Result<Choice> {
         Ok(match arg {
@@ -751,7 +756,7 @@ impl Choice {
             "none" => Choice::Fixed(Box::new(Profile::none())),
             name => match registry::builtin(name) {
                 Some(p) => Choice::Fixed(Box::new(p)),
-                None if Path::new(name).exists() || name.contains(['/', '.']) => {
+                None if Choice::names_a_file(name) => {
                     Choice::Fixed(Box::new(Profile::from_file(Path::new(name))?))
                 }
                 None => {
