@@ -235,7 +235,7 @@ fn diff_then_recover_gives_the_last_snapshot() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "<stdin>:2:2: a snapshot must be one JSON value",
+            "<stdin>:2:2: a snapshot must be one JSON value: expected a string key",
         ));
 }
 

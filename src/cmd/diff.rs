@@ -57,7 +57,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         }
         let next = Value::parse(line.bytes).map_err(|e| {
             anyhow!(
-                "{}:{}: a snapshot must be one JSON value: {} (byte offset {})",
+                "{}:{}: a snapshot must be one JSON value: expected {} (byte offset {})",
                 line.place(name),
                 e.offset + 1,
                 e.expected,

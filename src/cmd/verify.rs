@@ -229,6 +229,12 @@ fn problem_json(name: &str, text: &str) -> serde_json::Value {
     {
         p["offset"] = n.into();
         message = before;
+    } else if let Some((_, after)) = message.split_once(" at byte offset ") {
+        // The offset told inside the message (a torn last line's): it stays there too.
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if let Ok(n) = after[..digits].parse::<u64>() {
+            p["offset"] = n.into();
+        }
     }
     p["message"] = message.into();
     p
@@ -255,6 +261,18 @@ mod tests {
         assert_eq!(
             p["message"],
             "seq 9 where 8 was expected (seq must rise by 1)"
+        );
+        let p = problem_json(
+            "f",
+            "f:2: torn last line (5 bytes at byte offset 8; repair)",
+        );
+        assert_eq!(
+            (p["line"].clone(), p["offset"].clone()),
+            (2.into(), 8.into())
+        );
+        assert_eq!(
+            p["message"],
+            "torn last line (5 bytes at byte offset 8; repair)"
         );
         let p = problem_json("f", "f: lost bytes 10..20 (bad frame)");
         assert_eq!(p["line"], serde_json::Value::Null);
