@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 
-use common::{sess, testdata};
+use common::{sess, stdout_ok, testdata};
 use predicates::prelude::*;
 use sess::frames::writer::{self, FrameWriter, Layout};
 use sess::frames::{FrameReader, Index, Recovery};
@@ -28,6 +28,7 @@ fn framed(data: &[u8], frame_size: usize) -> (Vec<u8>, Index) {
         frame_size,
         layout: Layout::Sess,
         first_seq: sess::event::line_seq,
+        compress_thread: false,
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_all(data).unwrap();
@@ -740,4 +741,32 @@ fn verify_warns_of_a_file_of_frames_without_its_index() {
         .assert()
         .success()
         .stderr(predicate::str::contains("zstd frames and no frame index"));
+}
+
+#[test]
+fn pack_writes_the_same_bytes_on_one_thread_and_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    std::fs::write(&big, log(3000)).unwrap();
+    for file in [big.clone(), testdata("pi-old.jsonl"), testdata("dsh.jsonl")] {
+        for extra in [
+            &["--frame-size", "1K"][..],
+            &["--frame-size", "64K", "--layout", "dsh"],
+            &[],
+        ] {
+            let pack = |threads: &str| {
+                stdout_ok(
+                    sess()
+                        .args(["pack", "--threads", threads])
+                        .args(extra)
+                        .arg(&file),
+                )
+            };
+            let one = pack("1");
+            assert!(one == pack("2"), "{} {extra:?}", file.display());
+            assert!(
+                stdout_ok(sess().arg("unpack").write_stdin(one)) == std::fs::read(&file).unwrap()
+            );
+        }
+    }
 }

@@ -101,6 +101,14 @@ pub struct Args {
     #[arg(long)]
     pub fsync: bool,
 
+    /// Threads to use: 1 reads, packs and compresses on one; 2 (the default on a machine
+    /// with two cores or more) compresses frames on a second while the first reads and
+    /// packs. The output is the same bytes. More are not used yet; a stream from a pipe
+    /// uses one.
+    #[arg(long, value_name = "N", default_value_t = default_threads(),
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: u64,
+
     /// Print how many events were packed into how many rows on stderr.
     #[arg(long)]
     pub stats: bool,
@@ -142,6 +150,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             frame_size: args.frame_size as usize,
             layout: args.layout.into(),
             first_seq: sess::event::line_seq,
+            // A stream's frames are written as it goes, each at once: one thread.
+            compress_thread: args.threads > 1 && !streaming,
         };
         Out::frames(FrameWriter::new(sink, opts)?, interning)
     };
@@ -235,6 +245,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn default_threads() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)
 }
 
 fn stdin_is_file() -> bool {

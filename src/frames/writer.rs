@@ -27,6 +27,9 @@ pub struct FrameOptions {
     /// container knows nothing of what lines hold: its caller does (`sess pack` passes
     /// `event::line_seq`).
     pub first_seq: fn(&[u8]) -> Option<i64>,
+    /// Compress frames on a thread of their own while the caller goes on writing (the
+    /// output is the same bytes either way).
+    pub compress_thread: bool,
 }
 
 impl FrameOptions {
@@ -37,6 +40,7 @@ impl FrameOptions {
             frame_size,
             layout: Layout::Sess,
             first_seq: |_| None,
+            compress_thread: false,
         }
     }
 }
@@ -134,10 +138,69 @@ impl FrameCount {
 /// The level a log that fits in one frame is also tried at.
 pub const ONLY_FRAME_LEVEL: i32 = 9;
 
+/// Frames at most in flight to the compression thread: enough to keep it busy, few enough
+/// to bound memory (each is at most a frame's size, and the frame compressed).
+const IN_FLIGHT: usize = 2;
+
+/// A compressed frame and what it holds, or why compressing failed.
+type Compressed = io::Result<(Vec<u8>, FrameMeta)>;
+
+/// The thread that compresses frames, in the order they are cut.
+struct Worker {
+    jobs: std::sync::mpsc::SyncSender<(Vec<u8>, FrameMeta)>,
+    done: std::sync::mpsc::Receiver<Compressed>,
+    in_flight: usize,
+}
+
+impl Worker {
+    fn start(level: i32) -> io::Result<Worker> {
+        let mut compressor = compressor(level)?;
+        let (jobs, todo) = std::sync::mpsc::sync_channel::<(Vec<u8>, FrameMeta)>(IN_FLIGHT);
+        let (finished, done) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("sess-compress".into())
+            .spawn(move || {
+                for (plain, meta) in todo {
+                    let z = compressor.compress(&plain).map(|z| (z, meta));
+                    if finished.send(z).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Worker {
+            jobs,
+            done,
+            in_flight: 0,
+        })
+    }
+
+    /// The next frame compressed, in order.
+    fn next(&mut self) -> Compressed {
+        let z = self
+            .done
+            .recv()
+            .map_err(|_| io::Error::other("the compression thread stopped"))?;
+        self.in_flight -= 1;
+        z
+    }
+}
+
+/// A compressor at `level` that writes each frame's content checksum and size.
+fn compressor(level: i32) -> io::Result<zstd::bulk::Compressor<'static>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
+    c.set_parameter(CParameter::ChecksumFlag(true))?;
+    c.set_parameter(CParameter::ContentSizeFlag(true))?;
+    Ok(c)
+}
+
 pub struct FrameWriter<W: Write> {
     out: W,
     opts: FrameOptions,
     compressor: zstd::bulk::Compressor<'static>,
+    /// With [`FrameOptions::compress_thread`]: the thread frames are compressed on.
+    worker: Option<Worker>,
+    /// Frames cut so far: written, or in flight to the worker.
+    cut: usize,
     /// Uncompressed bytes not yet in a frame; may end inside a line.
     pending: Vec<u8>,
     cutter: Cutter,
@@ -149,13 +212,16 @@ pub struct FrameWriter<W: Write> {
 
 impl<W: Write> FrameWriter<W> {
     pub fn new(out: W, opts: FrameOptions) -> io::Result<FrameWriter<W>> {
-        let mut compressor = zstd::bulk::Compressor::new(opts.level)?;
-        compressor.set_parameter(CParameter::ChecksumFlag(true))?;
-        compressor.set_parameter(CParameter::ContentSizeFlag(true))?;
+        let worker = match opts.compress_thread {
+            true => Some(Worker::start(opts.level)?),
+            false => None,
+        };
         Ok(FrameWriter {
             out,
             opts,
-            compressor,
+            compressor: compressor(opts.level)?,
+            worker,
+            cut: 0,
             pending: Vec::new(),
             cutter: Cutter::new(opts.frame_size),
             zbuf: Vec::new(),
@@ -172,9 +238,9 @@ impl<W: Write> FrameWriter<W> {
         &self.out
     }
 
-    /// Frames written so far.
+    /// Frames cut so far (written, or being compressed).
     pub fn frames_written(&self) -> usize {
-        self.ledger.index.entries.len()
+        self.cut
     }
 
     /// Bytes written but not yet in a frame.
@@ -182,10 +248,19 @@ impl<W: Write> FrameWriter<W> {
         self.pending.len()
     }
 
-    /// Writes every complete pending line as one frame.
+    /// Writes every complete pending line as one frame, and every frame cut before it.
     pub fn flush_frame(&mut self) -> io::Result<()> {
         if let Some(k) = memchr::memrchr(b'\n', &self.pending) {
             self.emit(k + 1)?;
+        }
+        self.drain()
+    }
+
+    /// Writes the frames in flight to the compression thread, waiting for each.
+    fn drain(&mut self) -> io::Result<()> {
+        while let Some(w) = self.worker.as_mut().filter(|w| w.in_flight > 0) {
+            let (z, meta) = w.next()?;
+            self.write_compressed(&z, meta)?;
         }
         Ok(())
     }
@@ -203,6 +278,8 @@ impl<W: Write> FrameWriter<W> {
             let n = self.pending.len();
             self.emit(n)?;
         }
+        self.drain()?;
+        self.cut += 1;
         let mut crc = crc32fast::Hasher::new();
         let mut left = len;
         let mut buf = vec![0u8; 64 * 1024];
@@ -221,13 +298,14 @@ impl<W: Write> FrameWriter<W> {
     pub fn finish(mut self) -> io::Result<(W, Index)> {
         // DSH's layout has no index; an empty log is then one empty frame, so that the file
         // is still a zstd stream (stock zstd refuses an empty file).
-        let empty_dsh = self.opts.layout == Layout::Dsh && self.ledger.index.entries.is_empty();
-        if self.opts.layout == Layout::Sess && self.ledger.index.entries.is_empty() {
+        let empty_dsh = self.opts.layout == Layout::Dsh && self.cut == 0;
+        if self.opts.layout == Layout::Sess && self.cut == 0 {
             self.emit_only_frame()?;
         } else if !self.pending.is_empty() || empty_dsh {
             let n = self.pending.len();
             self.emit(n)?;
         }
+        self.drain()?;
         // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
         // what a small log packed larger than `zstd -3`.
         if self.opts.layout == Layout::Sess && self.ledger.index.entries.len() > 1 {
@@ -237,9 +315,25 @@ impl<W: Write> FrameWriter<W> {
         Ok((self.out, self.ledger.index))
     }
 
-    /// Compresses the first `n` pending bytes into one frame.
+    /// Compresses the first `n` pending bytes into one frame: here, or on the compression
+    /// thread (then it is written once compressed, in order).
     fn emit(&mut self, n: usize) -> io::Result<()> {
         self.cutter.reset();
+        self.cut += 1;
+        if let Some(w) = &mut self.worker {
+            let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
+            let plain: Vec<u8> = self.pending.drain(..n).collect();
+            w.jobs
+                .send((plain, meta))
+                .map_err(|_| io::Error::other("the compression thread stopped"))?;
+            w.in_flight += 1;
+            // Written as they come back, so that at most IN_FLIGHT frames wait.
+            if w.in_flight >= IN_FLIGHT {
+                let (z, meta) = w.next()?;
+                self.write_compressed(&z, meta)?;
+            }
+            return Ok(());
+        }
         let data = &self.pending[..n];
         self.zbuf.clear();
         self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
@@ -261,9 +355,7 @@ impl<W: Write> FrameWriter<W> {
         self.zbuf.reserve(zstd::zstd_safe::compress_bound(n));
         self.compressor
             .compress_to_buffer(&self.pending, &mut self.zbuf)?;
-        let mut strong = zstd::bulk::Compressor::new(ONLY_FRAME_LEVEL.max(self.opts.level))?;
-        strong.set_parameter(CParameter::ChecksumFlag(true))?;
-        strong.set_parameter(CParameter::ContentSizeFlag(true))?;
+        let mut strong = compressor(ONLY_FRAME_LEVEL.max(self.opts.level))?;
         let better = strong.compress(&self.pending)?;
         if better.len() < self.zbuf.len() {
             self.zbuf = better;
@@ -276,6 +368,7 @@ impl<W: Write> FrameWriter<W> {
             }
         }
         let n = self.pending.len();
+        self.cut += 1;
         self.write_frame(n)
     }
 
@@ -290,14 +383,21 @@ impl<W: Write> FrameWriter<W> {
 
     /// Writes the frame in `zbuf`, which holds the first `n` pending bytes.
     fn write_frame(&mut self, n: usize) -> io::Result<()> {
-        self.out.write_all(&self.zbuf)?;
+        let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
+        let z = std::mem::take(&mut self.zbuf);
+        let written = self.write_compressed(&z, meta);
+        self.zbuf = z;
+        self.pending.drain(..n);
+        written
+    }
+
+    /// Writes a compressed frame and records it in the index.
+    fn write_compressed(&mut self, z: &[u8], meta: FrameMeta) -> io::Result<()> {
+        self.out.write_all(z)?;
         // A frame is written whole, and at once: never left in a buffer below, where a
         // quiet stream would keep it from the file.
         self.out.flush()?;
-        let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
-        self.ledger.record(&self.zbuf, meta)?;
-        self.pending.drain(..n);
-        Ok(())
+        self.ledger.record(z, meta)
     }
 }
 
@@ -359,7 +459,7 @@ impl<W: Write> Write for FrameWriter<W> {
         self.pending.extend_from_slice(buf);
         // DSH's layout keeps the header line alone in the first frame.
         if self.opts.layout == Layout::Dsh
-            && self.ledger.index.entries.is_empty()
+            && self.cut == 0
             && let Some(k) = memchr::memchr(b'\n', &self.pending)
         {
             self.emit(k + 1)?;
@@ -371,8 +471,9 @@ impl<W: Write> Write for FrameWriter<W> {
     }
 
     /// Flushing a frame writer does not cut a frame: frames end where lines end, by size or
-    /// window. It flushes the bytes already framed.
+    /// window. It writes and flushes the frames already cut.
     fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
         self.out.flush()
     }
 }
@@ -387,6 +488,45 @@ mod tests {
             w.write_all(c).unwrap();
         }
         w.finish().unwrap()
+    }
+
+    #[test]
+    fn frames_compressed_on_a_thread_are_the_same_bytes_in_the_same_order() {
+        let data: Vec<u8> = (0..4000)
+            .flat_map(|i| {
+                format!("{{\"seq\":{i},\"x\":\"{}\"}}\n", "z".repeat(i % 90)).into_bytes()
+            })
+            .collect();
+        for layout in [Layout::Sess, Layout::Dsh] {
+            for (size, chunk) in [(64, 7), (1000, 333), (1 << 20, 4096), (5000, 1)] {
+                let opts = FrameOptions {
+                    layout,
+                    ..FrameOptions::new(3, size)
+                };
+                let threaded = FrameOptions {
+                    compress_thread: true,
+                    ..opts
+                };
+                let (a, ia) = write_all(&data, opts, chunk);
+                let (b, ib) = write_all(&data, threaded, chunk);
+                assert!(a == b, "{layout:?} {size} {chunk}");
+                assert_eq!(ia, ib);
+            }
+        }
+        // A window flush writes every frame cut, at once, as a stream needs.
+        let opts = FrameOptions {
+            compress_thread: true,
+            ..FrameOptions::new(3, 100)
+        };
+        let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+        w.write_all(&data[..5000]).unwrap();
+        w.flush_frame().unwrap();
+        let framed: usize = w.get_ref().len();
+        assert_eq!(
+            zstd::decode_all(&w.get_ref()[..]).unwrap(),
+            &data[..data[..5000].iter().rposition(|&b| b == b'\n').unwrap() + 1]
+        );
+        assert!(framed > 0);
     }
 
     #[test]
