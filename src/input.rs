@@ -225,7 +225,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
             (Box::new(frames), health)
         }
         Compression::Gzip => {
-            let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, whole));
+            let gz = GzMembers::new(BufReader::with_capacity(BUF, whole), &name);
             (Box::new(BufReader::with_capacity(BUF, gz)), Arc::default())
         }
         Compression::Plain => (
@@ -409,4 +409,44 @@ fn progress_bar(len: u64, name: &str, opts: OpenOptions) -> Option<ProgressBar> 
     bar.set_style(style);
     bar.set_message(name.to_string());
     Some(bar)
+}
+
+/// A gzip stream read member after member (`cat a.gz b.gz` is one stream). Bytes after the
+/// last member that do not begin another (the zeros some tools pad with) are left unread,
+/// with a warning, as `gzip -dc` leaves them.
+struct GzMembers<R: io::BufRead> {
+    member: Option<flate2::bufread::GzDecoder<R>>,
+    name: String,
+}
+
+impl<R: io::BufRead> GzMembers<R> {
+    fn new(inner: R, name: &str) -> GzMembers<R> {
+        GzMembers {
+            member: Some(flate2::bufread::GzDecoder::new(inner)),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl<R: io::BufRead> Read for GzMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(member) = &mut self.member {
+            let n = member.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // This member ended: another may follow.
+            let mut rest = self.member.take().expect("just read").into_inner();
+            let next = rest.fill_buf()?;
+            if next.starts_with(&[0x1f, 0x8b]) {
+                self.member = Some(flate2::bufread::GzDecoder::new(rest));
+            } else if !next.is_empty() {
+                eprintln!(
+                    "sess: warning: {}: bytes after the gzip data that are not gzip; ignored",
+                    self.name
+                );
+            }
+        }
+        Ok(0)
+    }
 }

@@ -47,6 +47,22 @@ fn gzip_input_is_read_as_the_log_it_holds_from_a_file_and_a_pipe() {
             assert_eq!(from_pipe, want, "{args:?} of a pipe");
         }
     }
+    // Zeros padded after the last member (as some tools write) are left, with a warning.
+    let padded = [gzip(&log), vec![0; 512]].concat();
+    sess()
+        .arg("cat")
+        .write_stdin(padded)
+        .assert()
+        .success()
+        .stdout(log.clone())
+        .stderr(predicate::str::contains(
+            "bytes after the gzip data that are not gzip",
+        ));
+    // A flipped bit in a member's data is an error (its crc32), not a silent wrong line.
+    let mut flipped = gzip(&log);
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x10;
+    sess().arg("cat").write_stdin(flipped).assert().code(1);
     // pack of a gzip log unpacks to the log it holds.
     let packed = dir.path().join("run.jsonl.zst");
     sess()
