@@ -196,9 +196,13 @@ fn write_unit_escape(u: u16, out: &mut Vec<u8>) {
 
 /// A scalar value (never a surrogate) as UTF-8.
 fn write_char(c: u32, out: &mut Vec<u8>) {
-    let c = char::from_u32(c).expect("a scalar value, not a surrogate");
-    let mut buf = [0u8; 4];
-    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    let cont = |shift: u32| 0x80 | ((c >> shift) & 0x3F) as u8;
+    match c {
+        0..=0x7F => out.push(c as u8),
+        0x80..=0x7FF => out.extend_from_slice(&[0xC0 | (c >> 6) as u8, cont(0)]),
+        0x800..=0xFFFF => out.extend_from_slice(&[0xE0 | (c >> 12) as u8, cont(6), cont(0)]),
+        _ => out.extend_from_slice(&[0xF0 | (c >> 18) as u8, cont(12), cont(6), cont(0)]),
+    }
 }
 
 /// Finds an object's members by key: a scan while the object is small, a hash map (built
