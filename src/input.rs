@@ -411,9 +411,9 @@ fn progress_bar(len: u64, name: &str, opts: OpenOptions) -> Option<ProgressBar> 
     Some(bar)
 }
 
-/// A gzip stream read member after member (`cat a.gz b.gz` is one stream). Bytes after the
-/// last member that do not begin another (the zeros some tools pad with) are left unread,
-/// with a warning, as `gzip -dc` leaves them.
+/// A gzip stream read member after member (`cat a.gz b.gz` is one stream). Zeros after the
+/// last member (the padding some tools write) are ignored with a warning, as `gzip -dc`
+/// ignores them; other bytes there are an error.
 struct GzMembers<R: io::BufRead> {
     member: Option<flate2::bufread::GzDecoder<R>>,
     name: String,
@@ -441,12 +441,33 @@ impl<R: io::BufRead> Read for GzMembers<R> {
             if next.starts_with(&[0x1f, 0x8b]) {
                 self.member = Some(flate2::bufread::GzDecoder::new(rest));
             } else if !next.is_empty() {
+                trailing_zeros(&mut rest)?;
                 eprintln!(
-                    "sess: warning: {}: bytes after the gzip data that are not gzip; ignored",
+                    "sess: warning: {}: zero bytes after the gzip data; ignored",
                     self.name
                 );
             }
         }
         Ok(0)
+    }
+}
+
+/// Reads what follows the last gzip member: zeros (padding) are fine; anything else could
+/// be a damaged member, whose lines would be lost without a word, so it is an error.
+fn trailing_zeros(rest: &mut impl io::BufRead) -> io::Result<()> {
+    loop {
+        let buf = rest.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if buf.iter().any(|&b| b != 0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "bytes after a gzip member that are neither a member nor zero padding \
+                 (a damaged member?)",
+            ));
+        }
+        let n = buf.len();
+        rest.consume(n);
     }
 }
