@@ -225,7 +225,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
             (Box::new(frames), health)
         }
         Compression::Gzip => {
-            let gz = GzMembers::new(BufReader::with_capacity(BUF, whole), &name);
+            let gz = GzMembers::new(BufReader::with_capacity(BUF, whole));
             (Box::new(BufReader::with_capacity(BUF, gz)), Arc::default())
         }
         Compression::Plain => (
@@ -412,18 +412,16 @@ fn progress_bar(len: u64, name: &str, opts: OpenOptions) -> Option<ProgressBar> 
 }
 
 /// A gzip stream read member after member (`cat a.gz b.gz` is one stream). Zeros after the
-/// last member (the padding some tools write) are ignored with a warning, as `gzip -dc`
-/// ignores them; other bytes there are an error.
+/// last member (the padding some tools write) are ignored, as `gzip -dc` ignores them;
+/// other bytes there are an error.
 struct GzMembers<R: io::BufRead> {
     member: Option<flate2::bufread::GzDecoder<R>>,
-    name: String,
 }
 
 impl<R: io::BufRead> GzMembers<R> {
-    fn new(inner: R, name: &str) -> GzMembers<R> {
+    fn new(inner: R) -> GzMembers<R> {
         GzMembers {
             member: Some(flate2::bufread::GzDecoder::new(inner)),
-            name: name.to_string(),
         }
     }
 }
@@ -436,16 +434,13 @@ impl<R: io::BufRead> Read for GzMembers<R> {
                 return Ok(n);
             }
             // This member ended: another may follow.
+            // The buffer may hold as little as one byte of what follows: the first byte
+            // decides, and a member whose magic is damaged fails as a member.
             let mut rest = self.member.take().expect("just read").into_inner();
-            let next = rest.fill_buf()?;
-            if next.starts_with(&[0x1f, 0x8b]) {
-                self.member = Some(flate2::bufread::GzDecoder::new(rest));
-            } else if !next.is_empty() {
-                trailing_zeros(&mut rest)?;
-                eprintln!(
-                    "sess: warning: {}: zero bytes after the gzip data; ignored",
-                    self.name
-                );
+            match rest.fill_buf()?.first() {
+                None => {}
+                Some(0x1f) => self.member = Some(flate2::bufread::GzDecoder::new(rest)),
+                Some(_) => trailing_zeros(&mut rest)?,
             }
         }
         Ok(0)
@@ -469,5 +464,46 @@ fn trailing_zeros(rest: &mut impl io::BufRead) -> io::Result<()> {
         }
         let n = buf.len();
         rest.consume(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read(stream: &[u8], buffer: usize) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        GzMembers::new(io::BufReader::with_capacity(buffer, stream)).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn every_member_is_read_wherever_the_read_buffer_ends() {
+        // Buffers of a few bytes end inside every member's magic at some point.
+        let parts: Vec<Vec<u8>> = (0..20)
+            .map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
+            .collect();
+        let stream: Vec<u8> = parts.iter().flat_map(|p| gzip(p)).collect();
+        let whole = parts.concat();
+        for buffer in 1..12 {
+            assert_eq!(read(&stream, buffer).unwrap(), whole, "buffer {buffer}");
+            let padded = [stream.clone(), vec![0; 100]].concat();
+            assert_eq!(
+                read(&padded, buffer).unwrap(),
+                whole,
+                "padded, buffer {buffer}"
+            );
+            let garbage = [stream.clone(), b"\0\0x".to_vec()].concat();
+            assert!(read(&garbage, buffer).is_err(), "garbage, buffer {buffer}");
+            let cut = [stream.clone(), vec![0x1f]].concat();
+            assert!(read(&cut, buffer).is_err(), "cut magic, buffer {buffer}");
+        }
     }
 }

@@ -281,6 +281,27 @@ fn custom_profiles_from_flags_and_files() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not a valid profile file"));
+    // A profile file given as a pipe is read once, as any input is.
+    let bin = env!("CARGO_BIN_EXE_sess");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let piped = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "'{bin}' filter --profile <(cat '{root}/profiles/pi.json') '{root}/testdata/pi-new.jsonl'"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    let direct = sess()
+        .args(["filter", "--profile", "pi"])
+        .arg(common::testdata("pi-new.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(piped.stdout, direct.stdout);
     // A malformed flag value is a usage error, as the README says (exit 2); so is a
     // profile name sess does not know.
     sess()

@@ -93,13 +93,16 @@ pub struct Args {
     pub json: bool,
 }
 
-/// A name that is no profile's (nor a file's) is a usage error (exit 2); a profile file is
-/// read, and its faults reported, as an input (exit 1).
+/// A name that is no profile's (nor a file's) is a usage error (exit 2). A file is not
+/// read here (it may be a pipe, read once): it is read, and its faults reported, as an
+/// input (exit 1).
 fn profile_arg(s: &str) -> Result<String, String> {
-    match Choice::parse(s) {
-        Err(e) if !Choice::names_a_file(s) => Err(e.to_string()),
-        _ => Ok(s.to_string()),
+    if Choice::names_a_file(s) {
+        return Ok(s.to_string());
     }
+    Choice::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// `--frame` is checked by clap, so a malformed one is a usage error (exit 2).

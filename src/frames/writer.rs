@@ -322,7 +322,9 @@ impl<W: Write> FrameWriter<W> {
         self.cut += 1;
         if let Some(w) = &mut self.worker {
             let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
-            let plain: Vec<u8> = self.pending.drain(..n).collect();
+            // The frame's bytes move to the thread; only what follows them is copied.
+            let rest = self.pending.split_off(n);
+            let plain = std::mem::replace(&mut self.pending, rest);
             w.jobs
                 .send((plain, meta))
                 .map_err(|_| io::Error::other("the compression thread stopped"))?;
