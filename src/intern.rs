@@ -95,6 +95,18 @@ impl Default for Store {
     }
 }
 
+/// An error of the store's file, saying which file: it is in `$TMPDIR`, not the output,
+/// and that is where space (or a size limit) ran out.
+fn scratch(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot write the temporary file of repeated values (in {}; TMPDIR sets where): {e}",
+            std::env::temp_dir().display()
+        ),
+    )
+}
+
 impl Store {
     /// Forgets the values with ids in `from..to`.
     fn free(&mut self, from: u64, to: u64) -> io::Result<()> {
@@ -123,7 +135,7 @@ impl Store {
         let Some(old) = self.file.take() else {
             return Ok(());
         };
-        let new = tempfile::tempfile()?;
+        let new = tempfile::tempfile().map_err(scratch)?;
         let mut live: Vec<(u64, u64, usize)> = self
             .at
             .iter()
@@ -137,7 +149,8 @@ impl Store {
             while done < len {
                 let n = (len - done).min(buf.len());
                 old.read_exact_at(&mut buf[..n], at + done as u64)?;
-                new.write_all_at(&buf[..n], pos + done as u64)?;
+                new.write_all_at(&buf[..n], pos + done as u64)
+                    .map_err(scratch)?;
                 done += n;
             }
             self.at.insert(id, (pos, len));
@@ -152,9 +165,9 @@ impl Store {
     fn put(&mut self, id: u64, bytes: &[u8]) -> io::Result<()> {
         let file = match &mut self.file {
             Some(f) => f,
-            None => self.file.insert(tempfile::tempfile()?),
+            None => self.file.insert(tempfile::tempfile().map_err(scratch)?),
         };
-        file.write_all_at(bytes, self.len)?;
+        file.write_all_at(bytes, self.len).map_err(scratch)?;
         self.at.insert(id, (self.len, bytes.len()));
         self.len += bytes.len() as u64;
         Ok(())

@@ -247,3 +247,35 @@ fn a_streaming_pack_stopped_by_a_signal_finishes_its_file() {
         .stdout(&lines[..]);
     drop(stdin);
 }
+
+#[test]
+fn a_full_temporary_folder_is_named_as_such_not_as_the_output() {
+    // Values that repeat a frame or more apart are kept in a temporary file while packing;
+    // a size limit (here 100 KiB, as a full disk would) stops it there.
+    let text: String = (0..600)
+        .chain(0..600)
+        .map(|i| format!("{{\"type\":\"x\",\"v\":\"{i:04}{}\"}}\n", "ab".repeat(600)))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("repeats.jsonl");
+    std::fs::write(&log, text).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 100; '{}' pack --frame-size 64K '{}' -o /dev/null",
+            env!("CARGO_BIN_EXE_sess"),
+            log.display()
+        ))
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "cannot write the temporary file of repeated values (in {}",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+}
