@@ -131,11 +131,12 @@ fn a_broken_profile_in_the_path_is_reported_and_skipped() {
         .stderr(predicate::str::contains(
             "bad.json: not a valid profile file",
         ));
+    // An unknown name is a usage error.
     sess()
         .args(["filter", "--profile", "nonesuch"])
         .write_stdin("")
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown profile 'nonesuch'"));
 }
 
