@@ -85,16 +85,19 @@ pub fn is_regular_file(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file())
 }
 
-/// How the regular file at `p` is stored, from its first bytes; a file in another format
-/// is an error saying which. (Only for a regular file: reading a pipe's first bytes here
-/// would take them from its reader; see [`is_regular_file`].)
-pub fn file_compression(p: &Path) -> Result<Compression> {
+/// How the file at `p` is stored, from its first bytes; a file in another format is an
+/// error saying which. `None` when `p` is not a regular file: reading a pipe's first bytes
+/// here would take them from the reader that reads it next (see [`is_regular_file`]).
+pub fn file_compression(p: &Path) -> Result<Option<Compression>> {
+    if !is_regular_file(p) {
+        return Ok(None);
+    }
     let name = p.display().to_string();
     let mut head = [0u8; SNIFF];
     let n = File::open(p)
         .and_then(|mut f| crate::io::read::read_full(&mut f, &mut head))
         .at(Place::file(&name), "cannot open")?;
-    sniff(&name, &head[..n])
+    sniff(&name, &head[..n]).map(Some)
 }
 
 /// Bytes read to tell the format: enough for every magic below, and few enough that a pipe

@@ -121,7 +121,7 @@ pub enum Container {
 /// A compressed file's frames checked against its index, without decompressing them.
 pub fn container(path: &Path) -> Result<Container> {
     let name = path.display().to_string();
-    if !input::is_regular_file(path) || input::file_compression(path)? != input::Compression::Zstd {
+    if input::file_compression(path)? != Some(input::Compression::Zstd) {
         return Ok(Container::Unchecked);
     }
     let mut f = File::open(path).at(Place::file(&name), "cannot open")?;

@@ -163,11 +163,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         // Files can be read twice: a first pass finds the values that repeat, so that
         // each is defined where it first occurs.
         // Regular files only: a FIFO or /dev/stdin named as a path reads once.
-        let rereadable = inputs.iter().all(|i| {
-            i.path()
-                .and_then(|p| std::fs::metadata(p).ok())
-                .is_some_and(|m| m.is_file())
-        });
+        let rereadable = inputs
+            .iter()
+            .all(|i| i.path().is_some_and(sess::input::is_regular_file));
         if interning.min > 0 && rereadable {
             let interner = out.interner();
             let opts = OpenOptions {

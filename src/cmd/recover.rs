@@ -93,9 +93,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     };
     let replayer = match &input {
         // Read backwards only where that is possible: a plain regular file.
-        Input::Path(p)
-            if input::is_regular_file(p) && input::file_compression(p)? == Compression::Plain =>
-        {
+        Input::Path(p) if input::file_compression(p)? == Some(Compression::Plain) => {
             out.plain_file(p, opts)?
         }
         _ => out.stream(&input, opts, g)?,

@@ -64,17 +64,17 @@ pub fn run(args: Args) -> Result<()> {
         (args.output.clone(), vec![args.file.clone()])
     };
     let mut f = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
-    if !input::is_regular_file(&args.file) {
+    let compression = match input::file_compression(&args.file)? {
         // Salvage seeks back and forth in its input.
-        bail!(
+        None => bail!(
             "{name}: not a regular file: repair reads a file it can seek in (save the stream to a file first)"
-        );
-    }
-    let compression = input::file_compression(&args.file)?;
-    if compression == Compression::Gzip {
+        ),
         // gzip has no frames to keep or drop; its own tools say where it is damaged.
-        bail!("{name}: a gzip file: repair reads plain and zstd logs (gzip -dc it first)");
-    }
+        Some(Compression::Gzip) => {
+            bail!("{name}: a gzip file: repair reads plain and zstd logs (gzip -dc it first)")
+        }
+        Some(c) => c,
+    };
     // --in-place replaces its file by definition.
     let existing = crate::cli::existing(args.force || args.in_place);
     let mut sink = Sink::open(target.as_deref(), &inputs, existing)?;
