@@ -212,32 +212,35 @@ pub fn run(args: Args, g: Global) -> Result<()> {
 fn problem_json(name: &str, text: &str) -> serde_json::Value {
     let mut p = serde_json::json!({ "line": null, "column": null, "offset": null });
     let mut message = text;
-    if let Some(rest) = text.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
-        let mut rest = rest;
+    if let Some(mut rest) = text.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
         for key in ["line", "column"] {
-            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-            let Ok(n) = rest[..digits].parse::<u64>() else {
+            let Some((n, after)) = leading_number(rest) else {
                 break;
             };
             p[key] = n.into();
-            rest = rest[digits..].strip_prefix(':').unwrap_or(&rest[digits..]);
+            rest = after.strip_prefix(':').unwrap_or(after);
         }
         message = rest.trim_start();
     }
     if let Some((before, after)) = message.rsplit_once(" (byte offset ")
-        && let Some(Ok(n)) = after.strip_suffix(')').map(str::parse::<u64>)
+        && let Some((n, ")")) = leading_number(after)
     {
         p["offset"] = n.into();
         message = before;
-    } else if let Some((_, after)) = message.split_once(" at byte offset ") {
+    } else if let Some((_, after)) = message.split_once(" at byte offset ")
+        && let Some((n, _)) = leading_number(after)
+    {
         // The offset told inside the message (a torn last line's): it stays there too.
-        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        if let Ok(n) = after[..digits].parse::<u64>() {
-            p["offset"] = n.into();
-        }
+        p["offset"] = n.into();
     }
     p["message"] = message.into();
     p
+}
+
+/// The number `s` begins with, and what follows it.
+fn leading_number(s: &str) -> Option<(u64, &str)> {
+    let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    Some((s[..digits].parse().ok()?, &s[digits..]))
 }
 
 #[cfg(test)]
