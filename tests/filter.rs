@@ -282,15 +282,15 @@ fn custom_profiles_from_flags_and_files() {
         .code(1)
         .stderr(predicate::str::contains("not a valid profile file"));
     // A profile file given as a pipe is read once, as any input is.
-    let bin = env!("CARGO_BIN_EXE_sess");
     let root = env!("CARGO_MANIFEST_DIR");
-    let piped = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "'{bin}' filter --profile <(cat '{root}/profiles/pi.json') '{root}/testdata/pi-new.jsonl'"
-        ))
-        .output()
-        .unwrap();
+    let piped = common::sess_in_bash(
+        "",
+        &format!(
+            "filter --profile <(cat '{root}/profiles/pi.json') '{root}/testdata/pi-new.jsonl'"
+        ),
+    )
+    .output()
+    .unwrap();
     assert!(
         piped.status.success(),
         "{}",

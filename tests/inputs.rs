@@ -236,11 +236,8 @@ fn malformed_lines_pass_through_with_one_warning_per_input_and_strict_stops_at_t
 /// Runs `sess ARGS` by bash with `<(cat FILE)` in place of `{}`: the input is a pipe named
 /// as a path.
 fn through_a_pipe(args: &str, file: &std::path::Path) -> std::process::Output {
-    let bin = env!("CARGO_BIN_EXE_sess");
     let pipe = format!("<(cat '{}')", file.display());
-    std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!("'{bin}' {}", args.replace("{}", &pipe)))
+    common::sess_in_bash("", &args.replace("{}", &pipe))
         .output()
         .unwrap()
 }

@@ -27,12 +27,13 @@ fn lines(b: &[u8]) -> Vec<&[u8]> {
     b.split_inclusive(|&c| c == b'\n').collect()
 }
 
-fn pack_small_frames(dir: &std::path::Path, log: &[u8]) -> std::path::PathBuf {
+/// `log` packed into frames of `frame_size` bytes, in `dir`.
+fn pack_small_frames(dir: &std::path::Path, log: &[u8], frame_size: usize) -> std::path::PathBuf {
     let input = dir.join("log.jsonl");
     std::fs::write(&input, log).unwrap();
     let packed = dir.join("log.jsonl.zst");
     sess()
-        .args(["pack", "--frame-size", "16384", "-o"])
+        .args(["pack", "--frame-size", &frame_size.to_string(), "-o"])
         .arg(&packed)
         .arg(&input)
         .assert()
@@ -44,7 +45,7 @@ fn pack_small_frames(dir: &std::path::Path, log: &[u8]) -> std::path::PathBuf {
 fn interned_logs_read_back_whole_and_by_seeking() {
     let dir = tempfile::tempdir().unwrap();
     let log = growing_log();
-    let packed = pack_small_frames(dir.path(), &log);
+    let packed = pack_small_frames(dir.path(), &log, 16384);
     let z = std::fs::read(&packed).unwrap();
     let inner = zstd::decode_all(&z[..]).unwrap();
     assert!(
@@ -87,7 +88,7 @@ fn interned_logs_read_back_whole_and_by_seeking() {
 fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let log = growing_log();
-    let packed = pack_small_frames(dir.path(), &log);
+    let packed = pack_small_frames(dir.path(), &log, 16384);
     let mut z = std::fs::read(&packed).unwrap();
     // A flipped bit in the first frame, which defines what the later lines refer to.
     z[40] ^= 0x10;
@@ -178,7 +179,7 @@ fn named_lines(report: &str, file: &str) -> Vec<u64> {
 fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
     let dir = tempfile::tempdir().unwrap();
     let log = growing_log();
-    let packed = pack_small_frames(dir.path(), &log);
+    let packed = pack_small_frames(dir.path(), &log, 16384);
     let mut z = std::fs::read(&packed).unwrap();
     let index = common::index_of(&z).0;
     // A flip in the middle of the frame holding line 30: its histories are past 4 KiB, so
@@ -291,15 +292,7 @@ fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("log.jsonl");
-    std::fs::write(&input, &log).unwrap();
-    let packed = dir.path().join("log.zst");
-    sess()
-        .args(["pack", "--frame-size", "2048", "-o"])
-        .arg(&packed)
-        .arg(&input)
-        .assert()
-        .success();
+    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
     let mut z = std::fs::read(&packed).unwrap();
     let index = common::index_of(&z).0;
     assert!(index.entries.len() > 40, "{} frames", index.entries.len());

@@ -259,16 +259,13 @@ fn a_full_temporary_folder_is_named_as_such_not_as_the_output() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("repeats.jsonl");
     std::fs::write(&log, text).unwrap();
-    let out = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "trap '' XFSZ; ulimit -f 100; '{}' pack --frame-size 64K '{}' -o /dev/null",
-            env!("CARGO_BIN_EXE_sess"),
-            log.display()
-        ))
-        .env("TMPDIR", dir.path())
-        .output()
-        .unwrap();
+    let out = common::sess_in_bash(
+        "trap '' XFSZ; ulimit -f 100; ",
+        &format!("pack --frame-size 64K '{}' -o /dev/null", log.display()),
+    )
+    .env("TMPDIR", dir.path())
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -278,4 +275,33 @@ fn a_full_temporary_folder_is_named_as_such_not_as_the_output() {
         )),
         "{err}"
     );
+}
+
+#[test]
+fn a_write_error_on_the_output_names_the_output_not_its_temporary_file() {
+    // A size limit of 10 KiB stops the write into the temporary file beside the output.
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.jsonl");
+    let log = common::testdata("pi-old.jsonl");
+    let big = dir.path().join("big.jsonl");
+    std::fs::write(&big, std::fs::read(&log).unwrap().repeat(20)).unwrap();
+    let out = common::sess_in_bash(
+        "trap '' XFSZ; ulimit -f 10; ",
+        &format!("cat '{}' -o '{}'", big.display(), out_path.display()),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}: cannot write", out_path.display())),
+        "{err}"
+    );
+    assert!(!err.contains(".sess-"), "{err}");
+    // Nothing is left behind: no output, no temporary file.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }

@@ -10,6 +10,15 @@ pub fn sess() -> Command {
     Command::cargo_bin("sess").expect("the sess binary is built")
 }
 
+/// `sess ARGS` run by bash, for what only a shell gives: a pipe named as a path
+/// (`<(cat f)`), a `ulimit`, a trapped signal. `prelude` runs first.
+pub fn sess_in_bash(prelude: &str, args: &str) -> std::process::Command {
+    let mut c = std::process::Command::new("bash");
+    c.arg("-c")
+        .arg(format!("{prelude}'{}' {args}", env!("CARGO_BIN_EXE_sess")));
+    c
+}
+
 /// A file in `testdata/`.
 pub fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
