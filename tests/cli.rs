@@ -856,3 +856,42 @@ fn every_command_says_cannot_write_to_stdout_and_exits_1() {
         assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn recovery_is_offered_only_where_it_applies() {
+    // Commands that read no compressed log, or read it their own way, refuse it as a usage
+    // error instead of ignoring it.
+    for args in [
+        &["diff", "--recovery", "skip-corrupt"][..],
+        &["completions", "bash", "--recovery", "skip-corrupt"],
+        &["verify", "--recovery", "skip-corrupt"],
+    ] {
+        sess()
+            .args(args)
+            .write_stdin("")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("unexpected argument '--recovery'"));
+    }
+    // Where it is offered, it is honoured: skip-corrupt reads past a damaged frame.
+    let dir = tempfile::tempdir().unwrap();
+    let packed = dir.path().join("p.zst");
+    sess()
+        .args(["pack", "--frame-size", "1K"])
+        .arg(common::testdata("pi-new.jsonl"))
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    let mut z = std::fs::read(&packed).unwrap();
+    z[1500] ^= 0xff;
+    std::fs::write(&packed, &z).unwrap();
+    for cmd in ["cat", "filter", "stats"] {
+        sess().arg(cmd).arg(&packed).assert().code(1);
+        sess()
+            .args([cmd, "--recovery", "skip-corrupt"])
+            .arg(&packed)
+            .assert()
+            .success();
+    }
+}
