@@ -499,6 +499,11 @@ impl Writer {
     }
 
     /// Repeats nearer than `bytes` (the frame size) are left to zstd.
+    /// The least bytes a value needs to be interned; 0 when interning is off.
+    pub fn min(&self) -> usize {
+        self.min
+    }
+
     pub fn near(mut self, bytes: u64) -> Writer {
         self.near = bytes;
         self

@@ -13,10 +13,14 @@ use std::time::{Duration, Instant};
 
 use std::path::Path;
 
+use crate::error::Error;
+use crate::event::{self, LastLine};
 use crate::frames::FrameWriter;
 use crate::frames::index::Index;
 use crate::frames::writer::{Cutter, FrameCount, ONLY_FRAME_LEVEL};
+use crate::input::{Flow, Input, OpenOptions};
 use crate::intern::{self, InternWriter};
+use crate::io::Ending;
 use crate::profile::{Choice, Chooser, Overrides};
 use crate::rows;
 use crate::snapshots::{self, Group};
@@ -117,6 +121,78 @@ impl Packer {
             packed_events: self.chunks.packed_events + self.snapshots.packed_events,
         }
     }
+}
+
+/// Packs files (never a pipe: a file with interning is read twice, a first pass finding the
+/// values that repeat so that each is defined where it first occurs) into `out`, which is
+/// left to finish. `frame_size` bounds the input that may be kept to offer the frames the
+/// log as it was ([`Out::offer_same`]).
+pub fn pack_files<W: Write, E: From<Error> + From<io::Error>>(
+    inputs: &[Input],
+    open: OpenOptions,
+    frame_size: usize,
+    packer: &mut Packer,
+    out: &mut Out<W>,
+) -> Result<(), E> {
+    // Regular files only: a FIFO or /dev/stdin named as a path reads once.
+    let rereadable = inputs
+        .iter()
+        .all(|i| i.path().is_some_and(crate::input::is_regular_file));
+    if out.interner().min() > 0 && rereadable {
+        survey(inputs, open, out.interner())?;
+    }
+    // The input as it came, while it fits in one frame: unpacked, it is the same log.
+    let mut same = Some(Vec::new());
+    for input in inputs {
+        packer.start_input(input.path());
+        event::each_event(
+            std::slice::from_ref(input),
+            open,
+            LastLine::Verbatim,
+            |_, ev| {
+                packer.event(ev.bytes, ev.newline, out.writer())?;
+                if let Some(s) = &mut same
+                    && ev.starts_line()
+                {
+                    s.extend_from_slice(ev.line.bytes);
+                    if ev.line.ending == Ending::Newline {
+                        s.push(b'\n');
+                    }
+                    // Not the same log once read again: a line that reads as interned (the
+                    // packed lines wrap it), or an input's last line without a newline,
+                    // which the next input's first line would join.
+                    if s.len() > frame_size
+                        || intern::is_interned(ev.line.bytes)
+                        || ev.line.ending != Ending::Newline && inputs.len() > 1
+                    {
+                        same = None;
+                    }
+                }
+                Ok::<_, E>(Flow::More)
+            },
+        )?;
+        packer.end_input(out.writer())?;
+    }
+    if let Some(s) = same {
+        out.offer_same(s);
+    }
+    Ok(())
+}
+
+/// The first pass over files: which values repeat. Lines, not events: rows need not be
+/// expanded to count repeats, and the second pass is the one that warns about the input.
+fn survey(inputs: &[Input], open: OpenOptions, interner: &mut intern::Writer) -> Result<(), Error> {
+    let opts = OpenOptions {
+        quiet: true,
+        check: crate::syntax::LineCheck::Off,
+        ..open
+    };
+    crate::input::each_line(inputs, opts, |_, line| {
+        interner.survey(line.bytes);
+        Ok::<_, Error>(Flow::More)
+    })?;
+    interner.surveyed();
+    Ok(())
 }
 
 /// Where packed lines go: plain packed JSONL, or zstd frames, their repeated values

@@ -14,7 +14,7 @@ use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
 use sess::intern;
 use sess::io::signals::{self, Interrupted};
-use sess::io::{Ending, Sink};
+use sess::io::Sink;
 use sess::pack::{self, Ended, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
@@ -160,62 +160,13 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let (out_interned, written) = if streaming {
         pack_stream(&inputs, args.io.open_options(g), &args, &mut packer, out)?
     } else {
-        // Files can be read twice: a first pass finds the values that repeat, so that
-        // each is defined where it first occurs.
-        // Regular files only: a FIFO or /dev/stdin named as a path reads once.
-        let rereadable = inputs
-            .iter()
-            .all(|i| i.path().is_some_and(sess::input::is_regular_file));
-        if interning.min > 0 && rereadable {
-            let interner = out.interner();
-            let opts = OpenOptions {
-                quiet: true,
-                check: sess::syntax::LineCheck::Off,
-                ..args.io.open_options(g)
-            };
-            // Lines, not events: rows need not be expanded to count repeats, and the
-            // second pass is the one that warns about the input.
-            super::each_line(&inputs, opts, |_, line| {
-                interner.survey(line.bytes);
-                Ok(Flow::More)
-            })?;
-            interner.surveyed();
-        }
-        // The input as it came, while it fits in one frame: unpacked, it is the same log.
-        let mut same = Some(Vec::new());
-        for input in &inputs {
-            packer.start_input(input.path());
-            super::each_event(
-                std::slice::from_ref(input),
-                args.io.open_options(g),
-                LastLine::Verbatim,
-                |_, ev| {
-                    packer.event(ev.bytes, ev.newline, out.writer())?;
-                    if let Some(s) = &mut same
-                        && ev.starts_line()
-                    {
-                        s.extend_from_slice(ev.line.bytes);
-                        if ev.line.ending == Ending::Newline {
-                            s.push(b'\n');
-                        }
-                        // Not the same log once read again: a line that reads as interned
-                        // (the packed lines wrap it), or an input's last line without a
-                        // newline, which the next input's first line would join.
-                        if s.len() > args.frame_size as usize
-                            || sess::intern::is_interned(ev.line.bytes)
-                            || ev.line.ending != Ending::Newline && inputs.len() > 1
-                        {
-                            same = None;
-                        }
-                    }
-                    Ok(Flow::More)
-                },
-            )?;
-            packer.end_input(out.writer())?;
-        }
-        if let Some(s) = same {
-            out.offer_same(s);
-        }
+        pack::pack_files::<_, anyhow::Error>(
+            &inputs,
+            args.io.open_options(g),
+            args.frame_size as usize,
+            &mut packer,
+            &mut out,
+        )?;
         let interned = out.interned();
         let sink = out.finish()?;
         let written = sink.written();
