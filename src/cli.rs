@@ -235,6 +235,7 @@ pub enum Command {
     Recover(cmd::recover::Args),
     Diff(cmd::diff::Args),
     Verify(cmd::verify::Args),
+    Compact(cmd::compact::Args),
     Profiles(cmd::profiles::Args),
     Completions(cmd::completions::Args),
     /// Write the man pages into a folder (for packagers and the man-page test).

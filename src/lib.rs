@@ -13,6 +13,7 @@
 //! | 4 | event | logical events: lines with packed rows expanded |
 //! | 5 | filter, pack, repair, verify | the engines: durability filtering, packing, salvage, checks |
 //! | 6 | stats | where the bytes go, from all of the above |
+//! | 7 | store | whole log stores: the logs under folders, their report, compacting them |
 //!
 //! The command line (`src/main.rs`, `src/cli.rs`, `src/cmd/`) is the binary's, not the
 //! library's: it parses arguments and wires an input through an engine into an output.
@@ -33,6 +34,7 @@ pub mod repair;
 pub mod rows;
 pub mod snapshots;
 pub mod stats;
+pub mod store;
 pub mod syntax;
 pub mod value;
 pub mod verify;

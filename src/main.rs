@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => cmd::repair::run(args),
         Command::Recover(args) => cmd::recover::run(args, g),
         Command::Diff(args) => cmd::diff::run(args, g),
+        Command::Compact(args) => cmd::compact::run(args, g),
         Command::Profiles(args) => cmd::profiles::run(args),
         Command::Completions(args) => cmd::completions::run(args),
         Command::GenerateMan(args) => cmd::completions::generate_man(args),

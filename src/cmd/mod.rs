@@ -2,6 +2,7 @@
 //! that wires a source through the engine into a sink.
 
 pub mod cat;
+pub mod compact;
 pub mod completions;
 pub mod diff;
 pub mod filter;

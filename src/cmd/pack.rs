@@ -13,8 +13,8 @@ use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
 use sess::intern;
-use sess::io::signals::{self, Interrupted};
 use sess::io::Sink;
+use sess::io::signals::{self, Interrupted};
 use sess::pack::{self, Ended, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";

@@ -64,7 +64,7 @@ impl Sink {
             Resolved::Done(sink) => return Ok(sink),
             Resolved::File { name, real, meta } => (name, real, meta),
         };
-        let (file, temp) = temp_beside(&real, meta.as_ref()).at(
+        let (file, temp) = temp_beside(&real, meta.as_ref(), ".sess-").at(
             Place::file(&name),
             "cannot create a temporary file beside it",
         )?;
@@ -384,18 +384,19 @@ fn resolve_links(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::other("too many levels of symbolic links"))
 }
 
-/// A temporary file in the target's directory, with the target's permissions (or, for a
-/// new file, 0666 less the umask, as any new file gets).
-fn temp_beside(
+/// A temporary file in the target's directory, named `PREFIX` + random + `.tmp`, with the
+/// target's permissions (or, for a new file, 0666 less the umask, as any new file gets).
+pub fn temp_beside(
     target: &Path,
     meta: Option<&fs::Metadata>,
+    prefix: &str,
 ) -> io::Result<(File, tempfile::TempPath)> {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let mut b = tempfile::Builder::new();
-    b.prefix(".sess-").suffix(".tmp");
+    b.prefix(prefix).suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -409,7 +410,7 @@ fn temp_beside(
 }
 
 /// Makes a rename durable. Best effort: not every file system lets a directory be synced.
-fn sync_dir(path: &Path) {
+pub fn sync_dir(path: &Path) {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         && let Ok(d) = File::open(dir)
     {

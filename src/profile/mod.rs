@@ -10,6 +10,7 @@
 
 pub mod detect;
 pub mod registry;
+pub mod store;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +21,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::json;
+pub use store::Store;
 
 /// Durability classes.
 ///
@@ -343,6 +345,8 @@ pub struct Profile {
     pub bound: Bounding,
     /// Kinds this profile knows, of any class: `stats` lists the others as unknown.
     pub known: BTreeSet<String>,
+    /// Where its logs live on disk.
+    pub store: Store,
 }
 
 /// A profile file, as written (see `docs/FORMAT.md`, "Profile files").
@@ -376,6 +380,7 @@ struct ProfileFile {
     #[serde(default)]
     known: Vec<String>,
     bound: Option<Bounding>,
+    store: Option<Store>,
 }
 
 /// A closer: a kind, or a test on the line (its kind compared as the profile reads kinds).
@@ -416,6 +421,7 @@ impl Profile {
             closers: Vec::new(),
             bound: Bounding::default(),
             known: BTreeSet::new(),
+            store: Store::default(),
         }
     }
 
@@ -466,6 +472,9 @@ impl Profile {
         }
         if let Some(b) = file.bound {
             p.bound = b;
+        }
+        if let Some(st) = file.store {
+            p.store = st;
         }
         for (t, rule) in file.frames {
             p.add_frame(&t, rule);

@@ -1,0 +1,208 @@
+//! The journal of `sess compact`: one JSONL file per root (`.sess-compact.jsonl`), a line
+//! appended and synced for every log compacted or restored, so that an interrupted run can
+//! be resumed and any run undone (`docs/FORMAT.md`, "The compact journal").
+//!
+//! The journal is also the lock: a run holds an exclusive lock on it, so two runs on one
+//! root cannot interleave.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The journal's name in a root.
+pub const NAME: &str = ".sess-compact.jsonl";
+
+/// The version of its lines.
+pub const SCHEMA: &str = "sess-compact/1";
+
+/// What was done to a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Replaced by its packed form.
+    Compact,
+    /// Restored from it.
+    Undo,
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: String,
+    pub op: Op,
+    /// The log, and its packed form, relative to the root.
+    pub path: String,
+    pub into: String,
+    /// The log's size, crc32 and modification time (nanoseconds since 1970), which its
+    /// restored copy gets back.
+    pub bytes: u64,
+    pub crc32: u32,
+    pub mtime_ns: i128,
+    pub packed_bytes: u64,
+    /// `sess` (rows, interning) or `compat` (plain zstd frames).
+    pub form: String,
+    /// When it was done (seconds since 1970).
+    pub at: u64,
+}
+
+/// A root's journal, open and locked.
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    /// The last record of each log (by `path`), as read when opened and appended since.
+    last: BTreeMap<String, Record>,
+    /// Lines that could not be read (a line torn by a crash), with their line numbers.
+    pub unreadable: Vec<u64>,
+}
+
+impl Journal {
+    /// Opens (creating it when `create`) and locks the journal of `root`. `None` when there
+    /// is none and none is to be made.
+    pub fn open(root: &Path, create: bool) -> io::Result<Option<Journal>> {
+        let path = root.join(NAME);
+        let file = match fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(create)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "another sess compact is at work on this folder (it holds the journal's \
+                     lock)",
+                ));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+        let mut j = Journal {
+            file,
+            path,
+            last: BTreeMap::new(),
+            unreadable: Vec::new(),
+        };
+        j.read()?;
+        Ok(Some(j))
+    }
+
+    fn read(&mut self) -> io::Result<()> {
+        let mut text = Vec::new();
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.read_to_end(&mut text)?;
+        for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Record>(line) {
+                Ok(r) => {
+                    self.last.insert(r.path.clone(), r);
+                }
+                Err(_) => self.unreadable.push(n as u64 + 1),
+            }
+        }
+        // A line torn by a crash is ended, so the next record starts a line of its own.
+        if text.last().is_some_and(|&b| b != b'\n') {
+            self.file.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The last record of the log at `path` (relative to the root).
+    pub fn last(&self, path: &str) -> Option<&Record> {
+        self.last.get(path)
+    }
+
+    /// Every log whose last record is a compaction, by path.
+    pub fn compacted(&self) -> Vec<Record> {
+        self.last
+            .values()
+            .filter(|r| r.op == Op::Compact)
+            .cloned()
+            .collect()
+    }
+
+    /// Appends a record and syncs it to disk before returning.
+    pub fn append(&mut self, record: Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.sync_data()?;
+        self.last.insert(record.path.clone(), record);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(op: Op, path: &str) -> Record {
+        Record {
+            schema: SCHEMA.into(),
+            op,
+            path: path.into(),
+            into: format!("{path}.sess.zst"),
+            bytes: 10,
+            crc32: 7,
+            mtime_ns: 1_700_000_000_123_456_789,
+            packed_bytes: 5,
+            form: "sess".into(),
+            at: 1,
+        }
+    }
+
+    #[test]
+    fn keeps_the_last_record_of_each_log_across_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Journal::open(dir.path(), false).unwrap().is_none());
+        {
+            let mut j = Journal::open(dir.path(), true).unwrap().unwrap();
+            j.append(record(Op::Compact, "a.jsonl")).unwrap();
+            j.append(record(Op::Compact, "b.jsonl")).unwrap();
+            j.append(record(Op::Undo, "a.jsonl")).unwrap();
+        }
+        // A crash in the middle of an append.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(NAME))
+            .unwrap()
+            .write_all(br#"{"schema":"sess-comp"#)
+            .unwrap();
+        let mut j = Journal::open(dir.path(), false).unwrap().unwrap();
+        assert_eq!(j.unreadable, vec![4]);
+        assert_eq!(j.compacted(), vec![record(Op::Compact, "b.jsonl")]);
+        j.append(record(Op::Compact, "c.jsonl")).unwrap();
+        drop(j);
+        let j = Journal::open(dir.path(), false).unwrap().unwrap();
+        assert_eq!(
+            j.compacted().len(),
+            2,
+            "the record after the torn line reads"
+        );
+        assert_eq!(j.last("a.jsonl").unwrap().op, Op::Undo);
+    }
+
+    #[test]
+    fn a_second_run_on_a_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = Journal::open(dir.path(), true).unwrap().unwrap();
+        let second = Journal::open(dir.path(), true).err().unwrap();
+        assert!(
+            second.to_string().contains("another sess compact"),
+            "{second}"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! What a whole store holds (filled in below).

@@ -1,0 +1,157 @@
+//! Which files other processes hold open for writing, read from `/proc/*/fd` and
+//! `/proc/*/fdinfo` (Linux). A log a producer is still writing must never be compacted.
+//!
+//! Only the processes this user may look into are seen (all of them for root), and only
+//! descriptors open at the moment of the scan: a producer that opens, appends and closes
+//! its log each time (Claude Code does) holds it open only for the instant of a write. The
+//! age rule (`--older-than`) and the check that a file did not change while it was packed
+//! are what guard those.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A file by device and inode.
+pub type FileId = (u64, u64);
+
+/// The files open for writing at one moment, and by which process.
+#[derive(Debug, Default)]
+pub struct Writers {
+    by_file: HashMap<FileId, u32>,
+    /// Whether `/proc` could be read at all; when not, nothing is known.
+    pub checked: bool,
+}
+
+impl Writers {
+    /// Scans every process but this one for descriptors open for writing on regular files
+    /// under `roots` (canonical paths).
+    pub fn scan(roots: &[PathBuf]) -> Writers {
+        let mut w = Writers::default();
+        let Ok(procs) = fs::read_dir("/proc") else {
+            return w;
+        };
+        w.checked = true;
+        let me = std::process::id();
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid != me {
+                w.scan_process(pid, roots);
+            }
+        }
+        w
+    }
+
+    fn scan_process(&mut self, pid: u32, roots: &[PathBuf]) {
+        let dir = PathBuf::from(format!("/proc/{pid}/fd"));
+        // A process that ended, or one this user may not look into.
+        let Ok(fds) = fs::read_dir(&dir) else {
+            return;
+        };
+        for fd in fds.flatten() {
+            let Ok(target) = fs::read_link(fd.path()) else {
+                continue;
+            };
+            if !roots.iter().any(|r| target.starts_with(r)) {
+                continue;
+            }
+            let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+            if !fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
+                continue;
+            }
+            if let Some(id) = fs::metadata(fd.path())
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| id_of(&m))
+            {
+                self.by_file.insert(id, pid);
+            }
+        }
+    }
+
+    /// The process that holds `path` open for writing, if one does.
+    pub fn writer_of(&self, meta: &fs::Metadata) -> Option<u32> {
+        self.by_file.get(&id_of(meta)).copied()
+    }
+}
+
+/// Whether an fdinfo text says the descriptor was opened for writing (O_WRONLY or O_RDWR
+/// in its octal `flags`).
+fn writes(fdinfo: &str) -> bool {
+    fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|flags| flags & 0o3 != 0)
+}
+
+#[cfg(unix)]
+pub fn id_of(meta: &fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+pub fn id_of(_meta: &fs::Metadata) -> FileId {
+    (0, 0)
+}
+
+/// The canonical form of each root, for comparing with what `/proc` links to.
+pub fn canonical(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .filter_map(|r| fs::canonicalize(r).ok())
+        .map(|r| {
+            if r.is_file() {
+                r.parent().map_or(r.clone(), Path::to_path_buf)
+            } else {
+                r
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn reads_the_access_mode_from_fdinfo() {
+        assert!(writes("pos:\t0\nflags:\t0100001\nmnt_id:\t1\n"));
+        assert!(writes("pos:\t0\nflags:\t02102002\n"));
+        assert!(!writes("pos:\t0\nflags:\t0100000\n"));
+        assert!(!writes("pos:\t0\n"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn sees_a_file_another_process_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.jsonl");
+        fs::File::create(&path).unwrap().write_all(b"{}\n").unwrap();
+        let roots = canonical(&[dir.path().to_path_buf()]);
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(Writers::scan(&roots).writer_of(&meta), None);
+        // A child appending to it, the way a producer holds its log.
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3>>\"$1\"; exec sleep 30")
+            .arg("sh")
+            .arg(&path)
+            .spawn()
+            .unwrap();
+        let mut seen = None;
+        for _ in 0..100 {
+            seen = Writers::scan(&roots).writer_of(&meta);
+            if seen.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(seen, Some(child.id()));
+    }
+}
