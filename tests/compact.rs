@@ -1,0 +1,311 @@
+//! `sess compact`: a store's cold logs replaced by their packed form and put back, byte for
+//! byte, whatever happens in between (a kill -9, a log held open, a stale temporary file).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, FileTimes};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use common::{FIXTURES, sess, stdout_ok, testdata};
+
+/// Every file under `dir`: its bytes and modification time, by path relative to `dir`.
+fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                let m = fs::metadata(&p).unwrap().modified().unwrap();
+                out.insert(rel, (fs::read(&p).unwrap(), m));
+            }
+        }
+    }
+    out
+}
+
+fn age(path: &Path, days: u64) {
+    let t = SystemTime::now() - Duration::from_secs(days * 86_400);
+    File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_times(FileTimes::new().set_modified(t))
+        .unwrap();
+}
+
+/// A log of `n` lines that repeat a long value, so that packing pays (several frames when
+/// `n` is large).
+fn big_log(n: usize) -> Vec<u8> {
+    let blob = "x".repeat(700);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let line = format!(
+            "{{\"type\":\"message\",\"i\":{i},\"text\":\"step {} of the work\",\"ctx\":\"{blob}\"}}\n",
+            i * 7919 % 1000
+        );
+        out.extend_from_slice(line.as_bytes());
+    }
+    out
+}
+
+/// A store as producers lay one out, every log 20 days old: the fixtures at the top, a
+/// Claude Code project with a subagent, a Codex day folder with a log of several frames.
+fn store(dir: &Path) -> Vec<PathBuf> {
+    let mut logs = Vec::new();
+    let mut put = |rel: &str, bytes: &[u8]| {
+        let p = dir.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, bytes).unwrap();
+        age(&p, 20);
+        logs.push(p);
+    };
+    for f in FIXTURES {
+        put(f, &fs::read(testdata(f)).unwrap());
+    }
+    let pi = fs::read(testdata("pi-new.jsonl")).unwrap();
+    put(".claude/projects/-w/s1.jsonl", &pi);
+    put(
+        ".claude/projects/-w/s1/subagents/agent-a.jsonl",
+        &big_log(300),
+    );
+    put(
+        ".codex/sessions/2026/11/01/rollout-x.jsonl",
+        &big_log(12_000),
+    );
+    // Not logs: left as they are.
+    fs::write(dir.join("notes.txt"), b"not a log\n").unwrap();
+    age(&dir.join("notes.txt"), 20);
+    logs
+}
+
+fn compact(dir: &Path, args: &[&str]) -> String {
+    let out = stdout_ok(sess().arg("compact").args(args).arg(dir));
+    String::from_utf8(out).unwrap()
+}
+
+/// What `sess unpack` makes of a packed form.
+fn unpacked(p: &Path) -> Vec<u8> {
+    stdout_ok(sess().arg("unpack").arg(p))
+}
+
+#[test]
+fn a_dry_run_writes_nothing_and_says_what_it_would_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let before = tree(dir.path());
+    let said = compact(dir.path(), &[]);
+    assert_eq!(tree(dir.path()), before, "a dry run wrote: {said}");
+    assert_eq!(said.matches("would compact").count(), logs.len(), "{said}");
+    assert!(said.contains("a dry run: nothing was written"), "{said}");
+}
+
+#[test]
+fn apply_then_undo_gives_back_every_byte_and_modification_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let before = tree(dir.path());
+    let said = compact(dir.path(), &["--apply"]);
+    assert_eq!(said.matches("compacted ").count(), logs.len(), "{said}");
+    for log in &logs {
+        assert!(!log.exists(), "{} is still there", log.display());
+        let packed = PathBuf::from(format!("{}.sess.zst", log.display()));
+        let rel = log.strip_prefix(dir.path()).unwrap().to_string_lossy();
+        assert_eq!(unpacked(&packed), before[rel.as_ref()].0, "{rel}");
+        // The packed form keeps the log's age, so a store's age report stays true.
+        let m = fs::metadata(&packed).unwrap().modified().unwrap();
+        assert_eq!(m, before[rel.as_ref()].1, "{rel}");
+    }
+    assert!(dir.path().join(".sess-compact.jsonl").is_file());
+    let undone = compact(dir.path(), &["--undo"]);
+    assert_eq!(undone.matches("restored ").count(), logs.len(), "{undone}");
+    assert_eq!(tree(dir.path()), before, "undo gave back another tree");
+}
+
+#[test]
+fn compat_files_are_the_log_to_any_zstd_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let before = tree(dir.path());
+    compact(dir.path(), &["--apply", "--compat"]);
+    for log in &logs {
+        let packed = PathBuf::from(format!("{}.zst", log.display()));
+        let plain = zstd::decode_all(File::open(&packed).unwrap()).unwrap();
+        let rel = log.strip_prefix(dir.path()).unwrap().to_string_lossy();
+        assert_eq!(plain, before[rel.as_ref()].0, "{rel}");
+    }
+    // A second run in the other form sees the first's work and leaves it.
+    let again = compact(dir.path(), &["--apply"]);
+    assert!(
+        again.contains(&format!("0 of {} logs compacted", logs.len())),
+        "{again}"
+    );
+    compact(dir.path(), &["--undo"]);
+    assert_eq!(tree(dir.path()), before);
+}
+
+#[test]
+fn recent_logs_and_logs_open_for_writing_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let recent = dir.path().join("recent.jsonl");
+    fs::write(&recent, big_log(50)).unwrap();
+    let held = dir.path().join("held.jsonl");
+    fs::write(&held, big_log(50)).unwrap();
+    age(&held, 30);
+    // A producer with its log open for appending, as a running agent holds it.
+    let mut writer = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$1\"; echo ready; exec sleep 60")
+        .arg("sh")
+        .arg(&held)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = [0u8; 6];
+    std::io::Read::read_exact(writer.stdout.as_mut().unwrap(), &mut ready).unwrap();
+    let before = tree(dir.path());
+    let said = compact(dir.path(), &["--apply"]);
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    assert!(
+        said.contains(&format!("open for writing by process {}", writer.id())),
+        "{said}"
+    );
+    let mut after = tree(dir.path());
+    after.remove(".sess-compact.jsonl");
+    assert_eq!(after, before, "{said}");
+    // Without the writer, and with a shorter age, both go.
+    let said = compact(dir.path(), &["--apply", "--older-than", "0"]);
+    assert!(said.contains("2 of 2 logs compacted"), "{said}");
+}
+
+#[test]
+fn an_interrupted_run_is_finished_by_the_next_and_undone_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let before = tree(dir.path());
+    // What a crash leaves: a temporary file half written, and a log beside its packed form
+    // (linked into place, not yet journalled, the log not yet removed).
+    let stale = dir.path().join(".codex/.sess-compact-abc123.tmp");
+    fs::write(&stale, b"half a frame").unwrap();
+    let log = &logs[0];
+    let packed = format!("{}.sess.zst", log.display());
+    stdout_ok(sess().arg("pack").arg(log).arg("-o").arg(&packed));
+    let said = compact(dir.path(), &["--apply"]);
+    assert!(!stale.exists(), "the stale temporary file is still there");
+    assert!(said.contains("(an interrupted run's)"), "{said}");
+    assert!(!log.exists());
+    compact(dir.path(), &["--undo"]);
+    assert_eq!(tree(dir.path()), before);
+}
+
+#[test]
+fn a_packed_form_of_something_else_is_never_taken_for_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("a.jsonl");
+    fs::write(&log, big_log(40)).unwrap();
+    age(&log, 20);
+    let other = dir.path().join("b.jsonl");
+    fs::write(&other, big_log(41)).unwrap();
+    let packed = dir.path().join("a.jsonl.sess.zst");
+    stdout_ok(sess().arg("pack").arg(&other).arg("-o").arg(&packed));
+    fs::remove_file(&other).unwrap();
+    let before = tree(dir.path());
+    let said = compact(dir.path(), &["--apply"]);
+    assert!(said.contains("does not unpack to this log"), "{said}");
+    let mut after = tree(dir.path());
+    after.remove(".sess-compact.jsonl");
+    assert_eq!(after, before);
+}
+
+#[test]
+fn a_folder_is_required_and_two_runs_on_one_folder_cannot_interleave() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("a.jsonl");
+    fs::write(&f, b"{}\n").unwrap();
+    let out = sess().arg("compact").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a folder"));
+    // The journal's lock, held as a running compact holds it.
+    let journal = File::create(dir.path().join(".sess-compact.jsonl")).unwrap();
+    journal.lock().unwrap();
+    let out = sess()
+        .args(["compact", "--apply"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another sess compact is at work"), "{err}");
+}
+
+/// kill -9 at moments spread over a run: every log is always either as it was, or in its
+/// packed form that unpacks to it; a rerun finishes; undo gives back the tree.
+#[test]
+fn kill_9_at_any_moment_leaves_every_log_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    for i in 0..12 {
+        let p = dir.path().join(format!("more/log-{i}.jsonl"));
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, big_log(500 + i * 150)).unwrap();
+        age(&p, 20);
+    }
+    let before = tree(dir.path());
+    // How long a whole run takes, to spread the kills over it.
+    let start = std::time::Instant::now();
+    compact(dir.path(), &["--apply"]);
+    let whole = start.elapsed();
+    compact(dir.path(), &["--undo"]);
+    assert_eq!(tree(dir.path()), before);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for trial in 0..8 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = whole.mul_f64((x % 1000) as f64 / 1000.0);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sess"))
+            .args(["compact", "--apply", "-q"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        child.wait().unwrap();
+        for (rel, (bytes, _)) in &before {
+            if !rel.ends_with(".jsonl") {
+                continue;
+            }
+            let log = dir.path().join(rel);
+            let packed = PathBuf::from(format!("{}.sess.zst", log.display()));
+            if log.exists() {
+                assert_eq!(
+                    &fs::read(&log).unwrap(),
+                    bytes,
+                    "trial {trial}: {rel} changed"
+                );
+            } else {
+                assert!(packed.exists(), "trial {trial} at {at:?}: {rel} is gone");
+                assert_eq!(
+                    &unpacked(&packed),
+                    bytes,
+                    "trial {trial}: {rel} packed wrong"
+                );
+            }
+        }
+        let failed = |s: &str| s.lines().any(|l| l.starts_with("failed"));
+        let said = compact(dir.path(), &["--apply"]);
+        assert!(!failed(&said), "trial {trial}: {said}");
+        let said = compact(dir.path(), &["--undo"]);
+        assert!(!failed(&said), "trial {trial}: {said}");
+        assert_eq!(tree(dir.path()), before, "trial {trial} at {at:?}");
+    }
+    let _ = logs;
+}
