@@ -37,7 +37,7 @@ impl Tally {
 
 /// A writer that only counts.
 #[derive(Default)]
-struct ByteCount(u64);
+pub struct ByteCount(pub u64);
 
 impl std::io::Write for ByteCount {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -496,8 +496,13 @@ const BAR: usize = 10;
 
 /// A share (0 to 1) drawn as a bar of [`BAR`] characters, in eighths of one.
 fn bar(share: f64) -> String {
+    bar_of(share, BAR)
+}
+
+/// A share (0 to 1) drawn as a bar of `width` characters, in eighths of one.
+pub fn bar_of(share: f64, width: usize) -> String {
     const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
-    let eighths = (share.clamp(0.0, 1.0) * (BAR * 8) as f64).round() as usize;
+    let eighths = (share.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
     let mut s = "█".repeat(eighths / 8);
     if !eighths.is_multiple_of(8) {
         s.push(EIGHTHS[eighths % 8]);

@@ -86,7 +86,7 @@ pub struct Args {
     pub json: bool,
 }
 
-fn parse_days(s: &str) -> Result<f64, String> {
+pub fn parse_days(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(d) if d.is_finite() && (0.0..=36_500.0).contains(&d) => Ok(d),
         _ => Err(format!("'{s}' is not a number of days from 0 to 36500")),

@@ -36,6 +36,7 @@ use crate::intern;
 use crate::io::sink::{sync_dir, temp_beside};
 use crate::pack::{self, Interning, Out, Packer};
 use crate::profile::store::logical_name;
+use crate::stats::ByteCount;
 use crate::syntax::LineCheck;
 
 /// The prefix of compact's temporary files; a run removes the ones a crash left.
@@ -231,7 +232,7 @@ impl Run<'_> {
             );
         }
         if !self.opts.apply {
-            let packed = pack_to(&log.path, Counter::default(), self.opts)?.0;
+            let packed = pack_to(&log.path, ByteCount::default(), self.opts)?.0;
             step.packed_bytes = Some(packed);
             if packed >= log.size {
                 return skip(step, Why::NoGain, "would not be smaller");
@@ -685,21 +686,6 @@ fn hash_file(p: &Path) -> io::Result<(u64, u32)> {
     io::copy(&mut File::open(p)?, &mut h)?;
     let (_, bytes, crc) = h.finish();
     Ok((bytes, crc))
-}
-
-/// A writer that only counts: what a dry run packs into.
-#[derive(Default)]
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 fn nanos(t: SystemTime) -> i128 {
