@@ -7,6 +7,8 @@
 //! - the zstd CLI: without it the tests comparing with stock zstd get `cfg(sess_no_zstd_cli)`.
 //! - jq: without it the test that runs the README's examples (which pipe into jq) gets
 //!   `cfg(sess_no_jq)`.
+//! - DuckDB's Python package: without it the tests loading `stats --json` and
+//!   `compact --compat` output into DuckDB get `cfg(sess_no_duckdb)`.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,6 +17,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(sess_no_conformance)");
     println!("cargo::rustc-check-cfg=cfg(sess_no_zstd_cli)");
     println!("cargo::rustc-check-cfg=cfg(sess_no_jq)");
+    println!("cargo::rustc-check-cfg=cfg(sess_no_duckdb)");
     println!("cargo::rerun-if-env-changed=CI");
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-changed=build.rs");
@@ -39,33 +42,43 @@ fn main() {
             corpus.display()
         );
     }
-    tool(
-        "zstd",
-        "sess_no_zstd_cli",
-        "the tests comparing with stock zstd",
-        ci,
-    );
-    tool(
-        "jq",
-        "sess_no_jq",
-        "the test running the README's examples",
-        ci,
-    );
+    let tools: [(&[&str], &str, &str, &str); 3] = [
+        (
+            &["zstd", "--version"],
+            "sess_no_zstd_cli",
+            "the tests comparing with stock zstd",
+            "apt install zstd",
+        ),
+        (
+            &["jq", "--version"],
+            "sess_no_jq",
+            "the test running the README's examples",
+            "apt install jq",
+        ),
+        (
+            &["python3", "-c", "import duckdb"],
+            "sess_no_duckdb",
+            "the tests loading sess output into DuckDB",
+            "python3 -m pip install duckdb",
+        ),
+    ];
+    for (command, cfg, tests, install) in tools {
+        tool(command, cfg, tests, install, ci);
+    }
 }
 
-/// Sets `cfg` when the command `name` is not installed, so that the tests needing it are
-/// ignored, with a warning; under CI, where `.ci/run` installs it, its absence fails.
-fn tool(name: &str, cfg: &str, tests: &str, ci: bool) {
-    let found = Command::new(name).arg("--version").output();
+/// Sets `cfg` when `command` (a tool asked for its version, a module imported) fails, so
+/// that the tests needing it are ignored, with a warning; under CI, where `.ci/run`
+/// installs it, its absence fails.
+fn tool(command: &[&str], cfg: &str, tests: &str, install: &str, ci: bool) {
+    let found = Command::new(command[0]).args(&command[1..]).output();
     if found.is_ok_and(|o| o.status.success()) {
         return;
     }
+    let name = command.join(" ");
     if ci {
-        panic!("CI=true, but {name} is not installed (.ci/run installs it)");
+        panic!("CI=true, but '{name}' fails (.ci/run installs what it needs)");
     }
     println!("cargo::rustc-cfg={cfg}");
-    println!(
-        "cargo::warning={name} is not installed: {tests} are ignored; install it (apt install \
-         {name}) to run them"
-    );
+    println!("cargo::warning='{name}' fails: {tests} are ignored; {install} to run them");
 }

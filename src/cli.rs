@@ -309,3 +309,14 @@ fn render_man(cmd: clap::Command) -> Vec<u8> {
     }
     out
 }
+
+/// The progress bar of a walk over a store: bytes done, and logs in the message.
+pub fn store_bar(total: u64) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(total);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {msg} ({eta} left)")
+    {
+        b.set_style(style);
+    }
+    b
+}

@@ -64,9 +64,27 @@ fn number_and_unit(s: &str) -> Option<(u64, &str)> {
     Some((n.parse().ok()?, unit))
 }
 
+/// A number of days, fractions allowed, from 0 to 100 years (`--older-than`).
+pub fn parse_days(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d.is_finite() && (0.0..=36_500.0).contains(&d) => Ok(d),
+        _ => Err(format!("'{s}' is not a number of days from 0 to 36500")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_days() {
+        assert_eq!(parse_days("7"), Ok(7.0));
+        assert_eq!(parse_days("0.5"), Ok(0.5));
+        assert_eq!(parse_days("0"), Ok(0.0));
+        for bad in ["-1", "nan", "inf", "1e9", "week"] {
+            assert!(parse_days(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn reads_sizes_and_durations() {

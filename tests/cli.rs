@@ -830,8 +830,12 @@ fn a_dsh_header_without_version_is_dsh_by_what_follows() {
 fn every_command_says_cannot_write_to_stdout_and_exits_1() {
     let log = testdata("pi-old.jsonl");
     let log = log.to_str().unwrap();
-    let runs: [&[&str]; 9] = [
+    let dir = testdata("");
+    let dir = dir.to_str().unwrap();
+    let runs: [&[&str]; 11] = [
         &["cat", log],
+        &["stats", dir],
+        &["compact", dir],
         &["stats", log],
         &["stats", "--json", log],
         &["filter", "--stats", log],

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::cli::Global;
+use crate::units;
 use sess::stats::human_bytes;
 use sess::store::compact::{self, Action, Form, Options, Step, Why};
 
@@ -63,7 +64,7 @@ pub struct Args {
     /// Leave logs modified in the last DAYS days alone (fractions allowed; 0 takes every log
     /// that no process holds open for writing).
     #[arg(long, value_name = "DAYS", default_value_t = 7.0,
-          value_parser = parse_days)]
+          value_parser = units::parse_days)]
     pub older_than: f64,
 
     /// zstd compression level.
@@ -84,13 +85,6 @@ pub struct Args {
     /// line per log and the summary.
     #[arg(long)]
     pub json: bool,
-}
-
-pub fn parse_days(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(d) if d.is_finite() && (0.0..=36_500.0).contains(&d) => Ok(d),
-        _ => Err(format!("'{s}' is not a number of days from 0 to 36500")),
-    }
 }
 
 fn default_threads() -> u64 {
@@ -160,28 +154,42 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     };
     let mut totals = Totals::default();
     let mut steps = Vec::new();
-    let mut out = std::io::stdout().lock();
+    let mut out = sess::io::Sink::stdout();
     let progress = !g.quiet && !args.json && std::io::stderr().is_terminal();
     for dir in &args.dirs {
-        let mut each = |s: &Step| {
+        let mut each = |s: &Step| -> std::io::Result<()> {
             totals.add(s);
             if args.json {
                 steps.push(s.clone());
             } else if shown(s, args.verbose) {
-                let _ = writeln!(out, "{}", line(s));
+                writeln!(out, "{}", line(s))?;
             }
+            Ok(())
         };
         if args.undo {
-            compact::undo(dir, &mut each)
+            let had = compact::undo(dir, &mut each);
+            if let Ok(false) = had {
+                eprintln!(
+                    "sess: warning: {}: no journal ({}): nothing was compacted with this folder \
+                     given to compact --apply",
+                    dir.display(),
+                    sess::store::journal::NAME
+                );
+            }
+            had.map(|_| ())
         } else {
             let found = sess::store::walk(std::slice::from_ref(dir));
             for e in &found.errors {
                 eprintln!("sess: warning: {e}");
             }
-            let bar = progress.then(|| bar(&found.logs));
+            let bar =
+                progress.then(|| crate::cli::store_bar(found.logs.iter().map(|l| l.size).sum()));
+            let mut done = 0;
             let result = compact::compact(dir, &found.logs, &opts, |s| {
                 if let Some(b) = &bar {
                     b.inc(s.bytes);
+                    done += 1;
+                    b.set_message(format!("{done}/{} logs", found.logs.len()));
                 }
                 each(s)
             });
@@ -205,7 +213,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     } else {
         writeln!(out, "{}", summary(&totals, &args))?;
     }
-    out.flush()?;
+    out.finish()?;
     if totals.failed > 0 {
         bail!(
             "{} logs could not be handled (see above); each is as it was",
@@ -273,15 +281,4 @@ fn summary(t: &Totals, args: &Args) -> String {
         s += "\n(a dry run: nothing was written; --apply does it)";
     }
     s
-}
-
-fn bar(logs: &[sess::store::Log]) -> indicatif::ProgressBar {
-    let total: u64 = logs.iter().map(|l| l.size).sum();
-    let b = indicatif::ProgressBar::new(total);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} ({eta} left)")
-    {
-        b.set_style(style);
-    }
-    b
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use crate::cli::{Global, IoArgs};
+use crate::units;
 use sess::event::LastLine;
 use sess::input::Flow;
 use sess::stats::{Stats, StatsReport};
@@ -53,7 +54,7 @@ pub struct Args {
     pub top: usize,
 
     /// With folders: what compact would take, logs older than DAYS.
-    #[arg(long, value_name = "DAYS", default_value_t = 7.0, value_parser = super::compact::parse_days)]
+    #[arg(long, value_name = "DAYS", default_value_t = 7.0, value_parser = units::parse_days)]
     pub older_than: f64,
 
     /// With folders: threads reading logs (default: every core).

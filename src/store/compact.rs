@@ -153,12 +153,13 @@ struct Run<'a> {
 /// log is removed always scans again.
 const SCAN_AGE: Duration = Duration::from_millis(500);
 
-/// Compacts the `logs` found under `root`, calling `each` with every outcome.
+/// Compacts the `logs` found under `root`, calling `each` with every outcome; an error
+/// from `each` (its output failed) stops the run after the log it was called for.
 pub fn compact(
     root: &Path,
     logs: &[Log],
     opts: &Options,
-    mut each: impl FnMut(&Step),
+    mut each: impl FnMut(&Step) -> io::Result<()>,
 ) -> io::Result<()> {
     let journal = if opts.apply {
         let j = Journal::open(root, true)?.expect("created");
@@ -177,7 +178,7 @@ pub fn compact(
         scanned: Instant::now(),
     };
     for log in logs {
-        each(&run.one(log));
+        each(&run.one(log))?;
     }
     Ok(())
 }
@@ -209,11 +210,6 @@ impl Run<'_> {
         if logical_name(&name) != name {
             return skip(step, Why::Compressed, "compressed already");
         }
-        let other = packed_name(&log.path, other_form(self.opts.form));
-        if into.exists() || other.exists() {
-            let there = if into.exists() { into } else { &other };
-            return self.resume(log, there, step);
-        }
         let meta = fs::symlink_metadata(&log.path)?;
         let age = self
             .opts
@@ -223,6 +219,11 @@ impl Run<'_> {
         if age < self.opts.older_than {
             let days = age.as_secs_f64() / 86_400.0;
             return skip(step, Why::Recent, &format!("modified {days:.1} days ago"));
+        }
+        let other = packed_name(&log.path, other_form(self.opts.form));
+        if into.exists() || other.exists() {
+            let there = if into.exists() { into } else { &other };
+            return self.resume(log, there, step);
         }
         if let Some(pid) = self.writer(&meta, false) {
             return skip(
@@ -399,10 +400,11 @@ impl Run<'_> {
 }
 
 /// Restores every log the journal of `root` says is compacted. When all are back, the
-/// journal goes too, and the folder is as it was before the first run.
-pub fn undo(root: &Path, mut each: impl FnMut(&Step)) -> io::Result<()> {
+/// journal goes too, and the folder is as it was before the first run. False when `root`
+/// has no journal (nothing was compacted with it as the folder).
+pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::Result<bool> {
     let Some(mut journal) = Journal::open(root, false)? else {
-        return Ok(());
+        return Ok(false);
     };
     remove_stale_temps(root);
     for record in journal.compacted() {
@@ -424,14 +426,14 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step)) -> io::Result<()> {
             r.at = nanos(SystemTime::now()).div_euclid(1_000_000_000) as u64;
             journal.append(r)?;
         }
-        each(&step);
+        each(&step)?;
     }
     // Everything back as it was: so is the folder, without its journal.
     if journal.compacted().is_empty() {
         fs::remove_file(journal.path())?;
         sync_dir(journal.path());
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Puts the log back from its packed form (see the module docs for the order).

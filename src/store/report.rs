@@ -447,10 +447,11 @@ impl StoreReport {
         for s in &self.sessions {
             let _ = writeln!(
                 out,
-                "  {:>11}  packed {:>11}  {:>4} logs  {:>6.1} days  {} {}",
+                "  {:>11}  packed {:>11}  {:>4} {:<4}  {:>6.1} days  {} {}",
                 human_bytes(s.bytes),
                 human_bytes(s.pack_bytes),
                 s.logs,
+                if s.logs == 1 { "log" } else { "logs" },
                 s.age_days,
                 s.producer,
                 s.session

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod store;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
