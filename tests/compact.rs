@@ -143,7 +143,7 @@ fn a_packed_form_of_something_else_is_never_taken_for_the_log() {
     fs::remove_file(&other).unwrap();
     let before = tree(dir.path());
     let said = compact(dir.path(), &["--apply"]);
-    assert!(said.contains("does not unpack to this log"), "{said}");
+    assert!(said.contains("is not this log's packed form"), "{said}");
     let mut after = tree(dir.path());
     after.remove(".sess-compact.jsonl");
     assert_eq!(after, before);
@@ -233,4 +233,194 @@ fn kill_9_at_any_moment_leaves_every_log_whole() {
         assert_eq!(tree(dir.path()), before, "trial {trial} at {at:?}");
     }
     let _ = logs;
+}
+
+/// A producer that opens its log by name, appends and closes it (as Claude Code does) at
+/// random moments while compact works on it: no line is ever lost. Each is in the log,
+/// in its packed form, or, when the producer made a new log while the old one was being
+/// removed, in the old one kept beside it.
+#[test]
+fn lines_appended_while_a_log_is_compacted_are_never_lost() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rand = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for trial in 0..60 {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a.jsonl");
+        fs::write(&log, big_log(200)).unwrap();
+        age(&log, 30);
+        let stop = AtomicBool::new(false);
+        let written = AtomicU64::new(0);
+        let delay = rand(30);
+        let gaps: Vec<u64> = (0..200).map(|_| 1 + rand(8)).collect();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(delay));
+                for gap in &gaps {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let n = written.fetch_add(1, Ordering::Relaxed);
+                    let mut f = File::options()
+                        .append(true)
+                        .create(true)
+                        .open(&log)
+                        .unwrap();
+                    writeln!(f, "{{\"type\":\"late\",\"n\":{n}}}").unwrap();
+                    drop(f);
+                    std::thread::sleep(std::time::Duration::from_millis(*gap));
+                }
+            });
+            let _ = sess()
+                .args(["compact", "--apply"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let mut all = Vec::new();
+        if log.exists() {
+            all.extend(fs::read(&log).unwrap());
+        }
+        let packed = dir.path().join("a.jsonl.sess.zst");
+        if packed.exists() {
+            all.extend(unpacked(&packed));
+        }
+        let kept = dir.path().join("a.jsonl.before-compact");
+        if kept.exists() {
+            all.extend(fs::read(&kept).unwrap());
+        }
+        let text = String::from_utf8_lossy(&all);
+        for n in 0..written.load(Ordering::Relaxed) {
+            let line = format!("{{\"type\":\"late\",\"n\":{n}}}\n");
+            assert!(text.contains(&line), "trial {trial}: line {n} is lost");
+        }
+    }
+}
+
+#[test]
+fn a_link_or_a_copy_in_the_packed_forms_place_is_never_taken_for_it() {
+    for kind in ["symlink", "copy", "hard link"] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a.jsonl");
+        fs::write(&log, big_log(40)).unwrap();
+        let there = dir.path().join("a.jsonl.sess.zst");
+        match kind {
+            "symlink" => std::os::unix::fs::symlink("a.jsonl", &there).unwrap(),
+            "copy" => {
+                fs::copy(&log, &there).unwrap();
+            }
+            _ => fs::hard_link(&log, &there).unwrap(),
+        }
+        age(&log, 30);
+        let said = compact(dir.path(), &["--apply"]);
+        assert!(log.is_file(), "{kind}: the log is gone: {said}");
+        assert_eq!(fs::read(&log).unwrap(), big_log(40), "{kind}");
+    }
+}
+
+#[test]
+fn odd_logs_are_left_alone_with_a_reason() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"bad\xff.jsonl"));
+    fs::write(&bad, big_log(40)).unwrap();
+    let linked = dir.path().join("linked.jsonl");
+    fs::write(&linked, big_log(40)).unwrap();
+    fs::hard_link(&linked, dir.path().join("other-name.txt")).unwrap();
+    for f in [&bad, &linked] {
+        age(f, 30);
+    }
+    let out = stdout_ok(
+        sess()
+            .args(["compact", "--apply", "--json"])
+            .arg(dir.path()),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let why: Vec<&str> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["why"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(why, ["name", "hard_linked"], "{v}");
+    assert!(bad.is_file() && linked.is_file());
+    assert!(
+        !dir.path().join(".sess-compact.jsonl").exists(),
+        "an empty journal is left"
+    );
+}
+
+#[test]
+fn a_damaged_journal_line_fails_undo_and_keeps_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    compact(dir.path(), &["--apply"]);
+    let journal = dir.path().join(".sess-compact.jsonl");
+    let text = fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let damaged = lines[2].replace("\"op\"", "\"xx\"");
+    lines[2] = &damaged;
+    fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let out = sess()
+        .args(["compact", "--undo"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("line 3 cannot be read"), "{said}");
+    assert!(
+        journal.exists(),
+        "the journal is the only record of the log line 3 named"
+    );
+}
+
+#[test]
+fn temporary_files_of_a_live_run_are_left_and_a_dead_runs_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    // This test's own process runs; pid 0x7fffffff does not.
+    let live = dir
+        .path()
+        .join(format!(".sess-compact-{}-abc.tmp", std::process::id()));
+    let dead = dir.path().join(".sess-compact-2147483647-abc.tmp");
+    fs::write(&live, b"x").unwrap();
+    fs::write(&dead, b"x").unwrap();
+    compact(dir.path(), &["--apply"]);
+    assert!(live.exists(), "a live run's temporary file was removed");
+    assert!(!dead.exists(), "a dead run's temporary file was left");
+}
+
+#[test]
+fn the_packed_form_and_the_restored_log_keep_the_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("a.jsonl");
+    fs::write(&log, big_log(40)).unwrap();
+    // As root, the log is given away first (to nobody); a user keeps their own.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::chown(&log, Some(65534), Some(65534)).unwrap();
+    }
+    age(&log, 30);
+    let before = fs::metadata(&log).unwrap();
+    compact(dir.path(), &["--apply"]);
+    let packed = fs::metadata(dir.path().join("a.jsonl.sess.zst")).unwrap();
+    assert_eq!((packed.uid(), packed.gid()), (before.uid(), before.gid()));
+    compact(dir.path(), &["--undo"]);
+    let after = fs::metadata(&log).unwrap();
+    assert_eq!(
+        (after.uid(), after.gid(), after.mode()),
+        (before.uid(), before.gid(), before.mode())
+    );
 }

@@ -122,12 +122,18 @@ pub enum Why {
     Changed,
     /// Its packed form would not unpack to the same bytes (it holds packed rows itself).
     NotExact,
+    /// It has other names (hard links), which a packed form in its place would split off.
+    HardLinked,
+    /// Its name is not UTF-8, so the journal could not name it exactly.
+    Name,
 }
 
 /// One log's outcome, as printed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
+    #[serde(serialize_with = "lossy")]
     pub path: PathBuf,
+    #[serde(serialize_with = "lossy")]
     pub into: PathBuf,
     pub action: Action,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,6 +143,11 @@ pub struct Step {
     pub message: String,
     pub bytes: u64,
     pub packed_bytes: Option<u64>,
+}
+
+/// A path in a report, as text (a name that is not UTF-8 gets U+FFFD where it is not).
+fn lossy<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
 }
 
 /// One root's run: its journal (when applying), and who writes what.
@@ -180,6 +191,12 @@ pub fn compact(
     for log in logs {
         each(&run.one(log))?;
     }
+    // A journal nothing was written to is not left behind.
+    if let Some(j) = &run.journal
+        && j.is_empty()
+    {
+        fs::remove_file(j.path())?;
+    }
     Ok(())
 }
 
@@ -210,7 +227,19 @@ impl Run<'_> {
         if logical_name(&name) != name {
             return skip(step, Why::Compressed, "compressed already");
         }
+        if log
+            .path
+            .strip_prefix(self.root)
+            .unwrap_or(&log.path)
+            .to_str()
+            .is_none()
+        {
+            return skip(step, Why::Name, "its name is not UTF-8");
+        }
         let meta = fs::symlink_metadata(&log.path)?;
+        if links(&meta) > 1 {
+            return skip(step, Why::HardLinked, "it has other names (hard links)");
+        }
         let age = self
             .opts
             .now
@@ -252,13 +281,16 @@ impl Run<'_> {
         into: &Path,
         step: &mut Step,
     ) -> Result<(), Failure> {
-        let (file, temp) = temp_beside(into, Some(meta), TEMP_PREFIX)?;
+        let (file, temp) = temp_beside(into, Some(meta), &temp_prefix())?;
         let _guard = crate::io::signals::guard_temp(temp.to_path_buf());
         let file = pack_to(&log.path, file, self.opts)?;
         file.sync_all()?;
         let packed = file.metadata()?.len();
         step.packed_bytes = Some(packed);
         let Some(crc) = same_bytes(&temp, self.opts.form, &log.path)? else {
+            if let Some((why, message)) = self.unchanged(log, meta)? {
+                return skip(step, why, &message);
+            }
             return skip(
                 step,
                 Why::NotExact,
@@ -269,22 +301,26 @@ impl Run<'_> {
             return skip(step, Why::NoGain, "would not be smaller");
         }
         file.set_times(FileTimes::new().set_modified(meta.modified()?))?;
+        same_owner(&file, meta);
         drop(file);
         if let Some(why) = self.unchanged(log, meta)? {
             return skip(step, why.0, &why.1);
         }
         temp.persist_noclobber(into).map_err(|e| e.error)?;
         sync_dir(into);
-        self.record(log, meta, into, crc, packed)?;
-        if let Some((why, message)) = self.unchanged(log, meta)? {
+        if let Err(e) = self.record(log, meta, into, crc, packed) {
+            // Not journalled, so not compacted: the packed form goes again.
+            let _ = fs::remove_file(into);
+            sync_dir(into);
+            return Err(e.into());
+        }
+        if let Some((why, message)) = self.remove_log(log, meta)? {
             // Compacted and recorded, but the log moved on: the packed form goes.
             fs::remove_file(into)?;
             sync_dir(into);
             self.record_undo(log)?;
             return skip(step, why, &message);
         }
-        fs::remove_file(&log.path)?;
-        sync_dir(&log.path);
         step.action = Action::Compacted;
         Ok(())
     }
@@ -298,9 +334,17 @@ impl Run<'_> {
             Form::Compat
         };
         let meta = fs::symlink_metadata(&log.path)?;
+        let exists = || {
+            format!(
+                "{} exists and is not this log's packed form",
+                there.display()
+            )
+        };
+        if !is_packed_file(there, &meta)? {
+            return skip(step, Why::TargetExists, &exists());
+        }
         let Some(crc) = same_bytes(there, form, &log.path)? else {
-            let m = format!("{} exists and does not unpack to this log", there.display());
-            return skip(step, Why::TargetExists, &m);
+            return skip(step, Why::TargetExists, &exists());
         };
         let packed = fs::metadata(there)?.len();
         step.packed_bytes = Some(packed);
@@ -319,10 +363,72 @@ impl Run<'_> {
         if self.journal_last(log).is_none_or(|r| r.op != Op::Compact) {
             self.record(log, &meta, there, crc, packed)?;
         }
-        fs::remove_file(&log.path)?;
-        sync_dir(&log.path);
+        if let Some((why, message)) = self.remove_log(log, &meta)? {
+            // It changed since it was compared: the packed form is not its own any more.
+            self.record_undo(log)?;
+            step.message = message;
+            step.why = Some(why);
+            return Ok(());
+        }
         step.action = Action::Finished;
         Ok(())
+    }
+
+    /// Removes the log unless it changed since `before` or a process holds it open for
+    /// writing; says why when it does not. The log is first renamed aside, so that a
+    /// producer that opens it by name from then on makes a new log instead of writing
+    /// into the one removed; then the writers are scanned and the log, aside, checked
+    /// against `before`; only then is it unlinked. On a change it is put back.
+    fn remove_log(
+        &mut self,
+        log: &Log,
+        before: &fs::Metadata,
+    ) -> Result<Option<(Why, String)>, Failure> {
+        if let Some(why) = self.unchanged(log, before)? {
+            return Ok(Some(why));
+        }
+        let aside = aside_name(&log.path);
+        fs::rename(&log.path, &aside)?;
+        // Writers first, then the size: a producer that opened the log before the rename
+        // either holds it still (the scan sees it) or has written and closed (the size
+        // shows it).
+        let writer = self.writer(before, true);
+        let now = fs::symlink_metadata(&aside)?;
+        let why = match writer {
+            Some(pid) => Some((
+                Why::OpenForWriting,
+                format!("open for writing by process {pid}"),
+            )),
+            None if changed(&now, before)? => {
+                Some((Why::Changed, "it changed while it was packed".into()))
+            }
+            None => None,
+        };
+        let Some(why) = why else {
+            fs::remove_file(&aside)?;
+            sync_dir(&log.path);
+            return Ok(None);
+        };
+        // Back in place; a new log the producer made meanwhile is never replaced.
+        match fs::hard_link(&aside, &log.path) {
+            Ok(()) => fs::remove_file(&aside)?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let kept = PathBuf::from(format!("{}.before-compact", log.path.display()));
+                fs::hard_link(&aside, &kept)?;
+                fs::remove_file(&aside)?;
+                sync_dir(&log.path);
+                return Err(format!(
+                    "it was written to while it was removed: a new {} holds what came after, \
+                     and {} what came before",
+                    log.path.display(),
+                    kept.display()
+                )
+                .into());
+            }
+            Err(e) => return Err(e.into()),
+        }
+        sync_dir(&log.path);
+        Ok(Some(why))
     }
 
     /// Why the log may no longer be removed: it changed since `before`, or a process now
@@ -333,10 +439,7 @@ impl Run<'_> {
         before: &fs::Metadata,
     ) -> Result<Option<(Why, String)>, Failure> {
         let now = fs::symlink_metadata(&log.path)?;
-        if writers::id_of(&now) != writers::id_of(before)
-            || now.len() != before.len()
-            || now.modified()? != before.modified()?
-        {
+        if writers::id_of(&now) != writers::id_of(before) || changed(&now, before)? {
             return Ok(Some((
                 Why::Changed,
                 "it changed while it was packed".into(),
@@ -407,6 +510,21 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
         return Ok(false);
     };
     remove_stale_temps(root);
+    for line in journal.unreadable.clone() {
+        each(&Step {
+            path: journal.path().to_path_buf(),
+            into: PathBuf::new(),
+            action: Action::Failed,
+            why: None,
+            message: format!(
+                "line {line} cannot be read: a log it recorded may still be packed (a \
+                 FILE.jsonl.sess.zst or FILE.jsonl.zst with no FILE.jsonl beside it; \
+                 'sess unpack' gives it back); the journal is kept"
+            ),
+            bytes: 0,
+            packed_bytes: None,
+        })?;
+    }
     for record in journal.compacted() {
         let mut step = Step {
             path: root.join(&record.path),
@@ -429,7 +547,7 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
         each(&step)?;
     }
     // Everything back as it was: so is the folder, without its journal.
-    if journal.compacted().is_empty() {
+    if journal.compacted().is_empty() && journal.unreadable.is_empty() {
         fs::remove_file(journal.path())?;
         sync_dir(journal.path());
     }
@@ -458,7 +576,7 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
         (false, false) => return Err("neither the log nor its packed form is there".into()),
         (false, true) => {
             let meta = fs::metadata(packed)?;
-            let (file, temp) = temp_beside(log, Some(&meta), TEMP_PREFIX)?;
+            let (file, temp) = temp_beside(log, Some(&meta), &temp_prefix())?;
             let _guard = crate::io::signals::guard_temp(temp.to_path_buf());
             let mut out = Hashing::new(io::BufWriter::new(file));
             expand(packed, form, &mut out)?;
@@ -475,6 +593,7 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
                 .into());
             }
             file.set_times(FileTimes::new().set_modified(from_nanos(r.mtime_ns)))?;
+            same_owner(&file, &meta);
             file.sync_all()?;
             drop(file);
             temp.persist_noclobber(log).map_err(|e| e.error)?;
@@ -484,6 +603,62 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
     fs::remove_file(packed)?;
     sync_dir(packed);
     Ok(())
+}
+
+/// Whether a file's size or modification time differs from `before`'s.
+fn changed(now: &fs::Metadata, before: &fs::Metadata) -> io::Result<bool> {
+    Ok(now.len() != before.len() || now.modified()? != before.modified()?)
+}
+
+#[cfg(unix)]
+fn links(meta: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn links(_meta: &fs::Metadata) -> u64 {
+    1
+}
+
+/// Gives `file` the owner and group of `meta`'s file. Best effort: only root may give a
+/// file away, and a user's own files are theirs already.
+fn same_owner(file: &File, meta: &fs::Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+    }
+    #[cfg(not(unix))]
+    let _ = (file, meta);
+}
+
+/// Whether `p` is a packed form: a regular file of its own (not a link to the log, nor
+/// the log under another name) that starts as zstd does.
+fn is_packed_file(p: &Path, log: &fs::Metadata) -> io::Result<bool> {
+    let meta = fs::symlink_metadata(p)?;
+    if !meta.is_file() || writers::id_of(&meta) == writers::id_of(log) {
+        return Ok(false);
+    }
+    let mut head = [0u8; 4];
+    let n = File::open(p)?.read(&mut head)?;
+    Ok(n == 4 && crate::frames::walk::is_zstd(&head))
+}
+
+/// A name beside the log for it to wait under before it is removed: a temporary file's,
+/// so that a crash leaves nothing a rerun does not remove.
+fn aside_name(log: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = log.parent().unwrap_or(Path::new("."));
+    dir.join(format!("{}aside-{n}.tmp", temp_prefix()))
+}
+
+/// The prefix of this process's temporary files: [`TEMP_PREFIX`] and the pid, so that a
+/// run can tell the leftovers of a dead run from the files of a live one.
+fn temp_prefix() -> String {
+    format!("{TEMP_PREFIX}{}-", std::process::id())
 }
 
 fn skip(step: &mut Step, why: Why, message: &str) -> Result<(), Failure> {
@@ -529,16 +704,29 @@ fn relative(root: &Path, p: &Path) -> String {
     }
 }
 
-/// Removes the temporary files a crash left in `root`. Only compact makes files of this
-/// name, and it holds the journal's lock while it runs.
+/// Removes the temporary files a crash left in `root`: only compact makes files of this
+/// name, and one whose process still runs (a run on a folder inside this one) is left.
 fn remove_stale_temps(root: &Path) {
     let walk = walkdir::WalkDir::new(root).follow_links(false);
     for e in walk.into_iter().flatten() {
         let name = e.file_name().to_string_lossy();
-        if e.file_type().is_file() && name.starts_with(TEMP_PREFIX) && name.ends_with(".tmp") {
+        let Some(rest) = name
+            .strip_prefix(TEMP_PREFIX)
+            .filter(|_| name.ends_with(".tmp"))
+        else {
+            continue;
+        };
+        if e.file_type().is_file() && !owner_runs(rest) {
             let _ = fs::remove_file(e.path());
         }
     }
+}
+
+/// Whether the process whose pid starts `rest` (`PID-...`) runs, as `/proc` says; a name
+/// without one, or a system without `/proc`, says no.
+fn owner_runs(rest: &str) -> bool {
+    let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+    pid.is_some_and(|pid| pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists())
 }
 
 fn reading() -> OpenOptions {
