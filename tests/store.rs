@@ -36,8 +36,9 @@ fn producer<'a>(r: &'a Value, name: &str) -> &'a Value {
 fn a_store_is_told_apart_by_producer_session_and_age() {
     let dir = tempfile::tempdir().unwrap();
     let logs = store(dir.path());
-    // A log written today, and one that is not a log at all.
+    // A log written today, and two that are not logs at all.
     fs::write(dir.path().join("today.jsonl"), big_log(30)).unwrap();
+    fs::write(dir.path().join("nul.jsonl"), b"\x01\x00garbage\n").unwrap();
     fs::write(
         dir.path().join("bad.jsonl"),
         b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
@@ -47,13 +48,20 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
     assert_eq!(code, Some(1), "an unreadable log fails the command: {r}");
     assert_eq!(r["schema"], "sess-store/1");
     let errors = r["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 1, "{r}");
+    assert_eq!(errors.len(), 2, "{r}");
     assert!(errors[0]["file"].as_str().unwrap().ends_with("bad.jsonl"));
     assert!(
         errors[0]["message"].as_str().unwrap().contains("PNG"),
         "{r}"
     );
-    assert_eq!(r["logs"], logs.len() as u64 + 2);
+    assert!(
+        errors[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("binary data"),
+        "{r}"
+    );
+    assert_eq!(r["logs"], logs.len() as u64 + 3);
     assert_eq!(r["other_files"], 1, "notes.txt is counted, not read");
     // The subagent's log belongs to its parent's session.
     let claude = producer(&r, "claude-code");
@@ -69,11 +77,11 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
         .find(|s| s["producer"] == "codex")
         .unwrap();
     assert_eq!(session["session"], "x");
-    // Ages: the store's logs are 20 days old; today's two are under a day.
+    // Ages: the store's logs are 20 days old; today's three are under a day.
     let ages = r["ages"].as_array().unwrap();
     let bucket = |label: &str| ages.iter().find(|a| a["label"] == label).unwrap()["logs"].clone();
     assert_eq!(bucket("7-30 days"), logs.len() as u64);
-    assert_eq!(bucket("< 1 day"), 2);
+    assert_eq!(bucket("< 1 day"), 3);
     // compact would take the cold logs only; pack would shrink them all.
     let s = &r["savings"];
     assert_eq!(s["compact"]["logs"], logs.len() as u64);

@@ -195,7 +195,9 @@ fn reading() -> OpenOptions {
         quiet: true,
         recovery: Recovery::TolerateTail,
         collect_warnings: true,
-        check: LineCheck::Off,
+        // Binary data named .jsonl is an error for the report, and a log with lines that
+        // are not JSON gets its one warning, as `sess stats FILE` gives it.
+        check: LineCheck::Warn,
     }
 }
 
