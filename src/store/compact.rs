@@ -10,7 +10,9 @@
 //! 4. check that the log did not change meanwhile and nobody opened it for writing;
 //! 5. link the temporary file to its name (never over a file there), sync the folder;
 //! 6. append the compaction to the journal ([`super::journal`]), synced;
-//! 7. check the log once more, then remove it and sync the folder.
+//! 7. rename the log aside (a producer that opens it by name from then on makes a new
+//!    one), scan the writers again, check its size and time once more, then remove it and
+//!    sync the folder; on a change, put it back and take the packed form away.
 //!
 //! A run that finds a log beside its packed form (a run interrupted between 5 and 7)
 //! verifies the packed form against the log again before it removes the log. Undo runs
