@@ -320,3 +320,9 @@ pub fn store_bar(total: u64) -> indicatif::ProgressBar {
     }
     b
 }
+
+/// `--threads` of pack and compact: two (reading and packing on one, compressing frames on
+/// the other) on a machine with two cores or more; more are not used.
+pub fn default_threads() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)
+}

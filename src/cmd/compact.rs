@@ -72,7 +72,7 @@ pub struct Args {
     pub level: i32,
 
     /// Threads: 2 (the default on two cores or more) compresses frames on a second one.
-    #[arg(long, value_name = "N", default_value_t = default_threads(),
+    #[arg(long, value_name = "N", default_value_t = crate::cli::default_threads(),
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
 
@@ -85,10 +85,6 @@ pub struct Args {
     /// line per log and the summary.
     #[arg(long)]
     pub json: bool,
-}
-
-fn default_threads() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)
 }
 
 /// The totals a run ends with.

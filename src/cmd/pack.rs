@@ -105,7 +105,7 @@ pub struct Args {
     /// with two cores or more) compresses frames on a second while the first reads and
     /// packs. The output is the same bytes. More are not used yet; a stream from a pipe,
     /// and frames under 64K, use one.
-    #[arg(long, value_name = "N", default_value_t = default_threads(),
+    #[arg(long, value_name = "N", default_value_t = crate::cli::default_threads(),
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
 
@@ -195,10 +195,6 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn default_threads() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)
 }
 
 fn stdin_is_file() -> bool {

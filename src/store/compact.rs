@@ -37,7 +37,6 @@ use crate::input::{Flow, Input, OpenOptions};
 use crate::intern;
 use crate::io::sink::{sync_dir, temp_beside};
 use crate::pack::{self, Interning, Out, Packer};
-use crate::profile::store::logical_name;
 use crate::stats::ByteCount;
 use crate::syntax::LineCheck;
 
@@ -225,8 +224,7 @@ impl Run<'_> {
     }
 
     fn try_one(&mut self, log: &Log, into: &Path, step: &mut Step) -> Result<(), Failure> {
-        let name = file_name(&log.path);
-        if logical_name(&name) != name {
+        if log.compressed() {
             return skip(step, Why::Compressed, "compressed already");
         }
         if log
@@ -330,11 +328,7 @@ impl Run<'_> {
     /// A log found beside a packed form: an interrupted run's, when it unpacks to the log.
     fn resume(&mut self, log: &Log, there: &Path, step: &mut Step) -> Result<(), Failure> {
         step.into = there.to_path_buf();
-        let form = if there.to_string_lossy().ends_with(Form::Sess.suffix()) {
-            Form::Sess
-        } else {
-            Form::Compat
-        };
+        let form = form_of(there);
         let meta = fs::symlink_metadata(&log.path)?;
         let exists = || {
             format!(
@@ -489,7 +483,7 @@ impl Run<'_> {
             mtime_ns: nanos(meta.modified()?),
             packed_bytes,
             form: form_of(into).name().into(),
-            at: nanos(SystemTime::now()).div_euclid(1_000_000_000) as u64,
+            at: journal::now(),
         };
         self.journal.as_mut().expect("applying").append(r)
     }
@@ -497,9 +491,7 @@ impl Run<'_> {
     fn record_undo(&mut self, log: &Log) -> io::Result<()> {
         let rel = self.rel(&log.path);
         let j = self.journal.as_mut().expect("applying");
-        let mut r = j.last(&rel).cloned().expect("recorded");
-        r.op = Op::Undo;
-        r.at = nanos(SystemTime::now()).div_euclid(1_000_000_000) as u64;
+        let r = j.last(&rel).expect("recorded").undone();
         j.append(r)
     }
 }
@@ -541,10 +533,7 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
             step.action = Action::Failed;
             step.message = e.to_string();
         } else {
-            let mut r = record.clone();
-            r.op = Op::Undo;
-            r.at = nanos(SystemTime::now()).div_euclid(1_000_000_000) as u64;
-            journal.append(r)?;
+            journal.append(record.undone())?;
         }
         each(&step)?;
     }

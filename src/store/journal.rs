@@ -48,6 +48,24 @@ pub struct Record {
     pub at: u64,
 }
 
+impl Record {
+    /// The record of undoing this one, made now.
+    pub fn undone(&self) -> Record {
+        Record {
+            op: Op::Undo,
+            at: now(),
+            ..self.clone()
+        }
+    }
+}
+
+/// Seconds since 1970, for `at`.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// A root's journal, open and locked.
 pub struct Journal {
     file: File,

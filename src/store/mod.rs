@@ -30,6 +30,21 @@ pub struct Log {
     pub layout: Option<Layout>,
 }
 
+impl Log {
+    /// The log's file name.
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+    }
+
+    /// Whether it is stored compressed already: its name ends in `.zst`, `.gz`...
+    pub fn compressed(&self) -> bool {
+        let name = self.name();
+        logical_name(&name) != name
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub producer: String,

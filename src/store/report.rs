@@ -203,11 +203,8 @@ fn reading() -> OpenOptions {
 
 fn summarize(log: &Log, now: SystemTime) -> Summary {
     let name = log.path.display().to_string();
-    let file_name = log
-        .path
-        .file_name()
-        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    let compressed = logical_name(&file_name) != file_name;
+    let file_name = log.name();
+    let compressed = log.compressed();
     let mut stats = Stats::new(&name, Some(&log.path));
     let mut compat = zstd::stream::write::Encoder::new(ByteCount::default(), 3).ok();
     let read = event::each_event::<crate::error::Error>(
