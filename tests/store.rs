@@ -44,8 +44,27 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
         b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
     )
     .unwrap();
+    // A pi session file where pi keeps them, told by its folder.
+    let pi = dir
+        .path()
+        .join("pi/agent/sessions/--w--/2026-11-01_abc.jsonl");
+    fs::create_dir_all(pi.parent().unwrap()).unwrap();
+    fs::copy(common::testdata("pi-session.jsonl"), &pi).unwrap();
     let (r, code) = report(dir.path(), &[]);
     assert_eq!(code, Some(1), "an unreadable log fails the command: {r}");
+    // pi-session.jsonl at the top (and today.jsonl, whose "message" lines are pi's) are
+    // told by their lines, the one in pi's folder by its path; dsh.jsonl (DeepSeek Harness
+    // keeps no fixed folder) by its lines.
+    assert_eq!(producer(&r, "pi-session")["logs"], 3, "{r}");
+    assert_eq!(producer(&r, "dsh")["logs"], 1, "{r}");
+    let named = |name: &str| {
+        r["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session"] == name)
+    };
+    assert!(named("2026-11-01_abc"), "{r}");
     assert_eq!(r["schema"], "sess-store/1");
     let errors = r["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 2, "{r}");
@@ -61,7 +80,7 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
             .contains("binary data"),
         "{r}"
     );
-    assert_eq!(r["logs"], logs.len() as u64 + 3);
+    assert_eq!(r["logs"], logs.len() as u64 + 4);
     assert_eq!(r["other_files"], 1, "notes.txt is counted, not read");
     // The subagent's log belongs to its parent's session.
     let claude = producer(&r, "claude-code");
@@ -81,7 +100,7 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
     let ages = r["ages"].as_array().unwrap();
     let bucket = |label: &str| ages.iter().find(|a| a["label"] == label).unwrap()["logs"].clone();
     assert_eq!(bucket("7-30 days"), logs.len() as u64);
-    assert_eq!(bucket("< 1 day"), 3);
+    assert_eq!(bucket("< 1 day"), 4);
     // compact would take the cold logs only; pack would shrink them all.
     let s = &r["savings"];
     assert_eq!(s["compact"]["logs"], logs.len() as u64);
