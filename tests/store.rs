@@ -44,12 +44,13 @@ fn a_store_is_told_apart_by_producer_session_and_age() {
         b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
     )
     .unwrap();
-    // A pi session file where pi keeps them, told by its folder.
+    // A log where pi keeps its sessions, whose lines (an op list) name no producer: only
+    // its folder tells it.
     let pi = dir
         .path()
         .join("pi/agent/sessions/--w--/2026-11-01_abc.jsonl");
     fs::create_dir_all(pi.parent().unwrap()).unwrap();
-    fs::copy(common::testdata("pi-session.jsonl"), &pi).unwrap();
+    fs::copy(common::testdata("oplist.jsonl"), &pi).unwrap();
     let (r, code) = report(dir.path(), &[]);
     assert_eq!(code, Some(1), "an unreadable log fails the command: {r}");
     // pi-session.jsonl at the top (and today.jsonl, whose "message" lines are pi's) are
