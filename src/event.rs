@@ -72,6 +72,23 @@ pub fn each_event_where<E: From<Error>>(
     wanted: Option<Wanted<'_>>,
     mut f: impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
+    let skip = |_: &mut (), _: &str, line: &Line<'_>| {
+        Ok(wanted.is_some_and(|wanted| row_member_type(line.bytes).is_some_and(|k| !wanted(k))))
+    };
+    each_event_or_row(inputs, opts, last, &mut (), skip, |_, name, ev| f(name, ev))
+}
+
+/// [`each_event`] for a reader that may take a packed row whole: `row` is offered every
+/// line that is not torn before it is expanded, and says whether it took it (then its
+/// events are not read). Both callbacks get `state`, which they share.
+pub fn each_event_or_row<S, E: From<Error>>(
+    inputs: &[Input],
+    opts: OpenOptions,
+    last: LastLine,
+    state: &mut S,
+    mut row: impl FnMut(&mut S, &str, &Line<'_>) -> Result<bool, E>,
+    mut f: impl FnMut(&mut S, &str, &Event<'_>) -> Result<Flow, E>,
+) -> Result<(), E> {
     let mut buf = Vec::new();
     input::each_line(inputs, opts, |name, line| {
         if let Some(e) = not_jsonl(name, &line) {
@@ -80,14 +97,12 @@ pub fn each_event_where<E: From<Error>>(
         let Some(newline) = newline_for(name, &line, last) else {
             return Ok(Flow::More);
         };
-        if let Some(wanted) = wanted
-            && !line.is_torn()
-            && let Some(kind) = row_member_type(line.bytes)
-            && !wanted(kind)
-        {
+        if !line.is_torn() && row(state, name, &line)? {
             return Ok(Flow::More);
         }
-        expand(name, line, newline, &mut buf, &mut f)
+        expand(name, line, newline, &mut buf, &mut |name, ev| {
+            f(state, name, ev)
+        })
     })
 }
 

@@ -333,6 +333,70 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
+/// Iterates the elements of the top-level array in `b`, raw. Stops at the first malformed
+/// element; callers that need certainty validate first.
+pub fn elements(b: &[u8]) -> Elements<'_> {
+    let i = skip_ws(b, 0);
+    let ok = b.get(i) == Some(&b'[');
+    Elements {
+        b,
+        i: if ok { i + 1 } else { b.len() },
+    }
+}
+
+/// Walks the array that starts at `b[i]` (after whitespace): `visit` is called with the
+/// start of each element and returns where that element ends, having read it as it
+/// needed (so nested arrays are walked in one pass). Returns where the array ends, after
+/// its `]`, or `None` if it is not a well-formed array of elements `visit` accepted.
+pub fn each_element(
+    b: &[u8],
+    i: usize,
+    visit: &mut dyn FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    let mut i = skip_ws(b, i);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return Some(i + 1);
+    }
+    loop {
+        i = skip_ws(b, visit(b, i)?);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+pub struct Elements<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let mut i = skip_ws(self.b, self.i);
+        if self.b.get(i) == Some(&b',') {
+            i = skip_ws(self.b, i + 1);
+        }
+        let end = match self.b.get(i) {
+            None | Some(b']') => None,
+            Some(_) => skip_value(self.b, i),
+        };
+        let Some(end) = end else {
+            self.i = self.b.len();
+            return None;
+        };
+        self.i = end;
+        Some(&self.b[i..end])
+    }
+}
+
 /// The member starting at `i` (after whitespace and a comma, if any): its raw key content
 /// and where its value starts. `None` at the object's end or at anything malformed.
 fn member_head(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
@@ -518,6 +582,37 @@ fn utf8_char(b: &[u8]) -> (u32, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elements_are_read_raw_and_stop_at_the_end_or_at_damage() {
+        let got: Vec<&[u8]> = elements(br#" [ 1, "a,]" ,[2,[3]], {"k":[]} ,null ] "#).collect();
+        let want: Vec<&[u8]> = vec![b"1", br#""a,]""#, b"[2,[3]]", br#"{"k":[]}"#, b"null"];
+        assert_eq!(got, want);
+        assert_eq!(elements(b"[]").count(), 0);
+        assert_eq!(elements(b"{}").count(), 0);
+        assert_eq!(elements(br#"[1,"open"#).count(), 1);
+    }
+
+    #[test]
+    fn each_element_walks_nested_arrays_in_one_pass() {
+        let b = br#" [ [1, [2]] , [] ,[ "x" ] ] "#;
+        let mut seen = Vec::new();
+        let end = each_element(b, 0, &mut |b, at| {
+            each_element(b, at, &mut |b, at| {
+                let end = skip_value(b, at)?;
+                seen.push(b[at..end].to_vec());
+                Some(end)
+            })
+        });
+        assert_eq!(end, Some(b.len() - 1));
+        assert_eq!(seen, [b"1".to_vec(), b"[2]".to_vec(), br#""x""#.to_vec()]);
+        for bad in [&b"[1 2]"[..], b"[1,", b"{}", b"[[1],x]"] {
+            let end = each_element(bad, 0, &mut |b, at| {
+                each_element(b, at, &mut |b, at| skip_value(b, at))
+            });
+            assert_eq!(end, None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

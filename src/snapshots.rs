@@ -62,38 +62,12 @@ pub type Visit<'a, E> = dyn FnMut(usize, usize, &[u8]) -> Result<bool, E> + 'a;
 /// its bytes; `f` returns whether to go on. The first event is given as written, each later
 /// one rebuilt.
 pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>> {
-    let bad = |why: String| ExpandError::Row(why);
-    json::validate(line).map_err(|e| {
-        bad(format!(
-            "invalid JSON in a snapshot-deltas row at column {}: {e}",
-            e.offset + 1
-        ))
-    })?;
-    let fields: Vec<(&[u8], &[u8])> = json::members(line).collect();
-    let keys: Vec<&[u8]> = fields.iter().map(|(k, _)| *k).collect();
-    let cr = match keys[..] {
-        [b"type", b"first", b"ops"] => false,
-        [b"type", b"first", b"ops", b"eol"] if fields[3].1 == CRLF => true,
-        _ => {
-            return Err(bad(
-                r#"a snapshot-deltas row must be exactly {type, first, ops}, with "eol":"\r\n" last if its events end in \r"#.into(),
-            ));
-        }
-    };
-    let (first, ops) = (fields[1].1, fields[2].1);
-    let batches = match Value::parse(ops) {
-        Ok(Value::Array(b)) => b,
-        _ => {
-            return Err(bad(
-                "the ops of a snapshot-deltas row must be an array of batches".into(),
-            ));
-        }
-    };
-    let n = batches.len() + 1;
+    let row = Row::parse(line).map_err(ExpandError::Row)?;
+    let n = row.batches.len() + 1;
     // Each event as it was written: its `\r` back when the row says it had one.
     let mut event = Vec::new();
     let mut visit = |k: usize, bytes: &[u8]| {
-        if !cr {
+        if !row.cr {
             return f(k, n, bytes).map_err(ExpandError::Visit);
         }
         event.clear();
@@ -101,34 +75,160 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
         event.push(b'\r');
         f(k, n, &event).map_err(ExpandError::Visit)
     };
-    if !visit(0, first)? {
+    if !visit(0, row.first)? {
         return Ok(());
     }
-    // Every event of a row has its first event's type, so that a reader looking for other
-    // types can pass the row by unexpanded.
-    let kind = json::field(first, "type");
-    let mut value = Some(Value::parse(first).map_err(|e| bad(format!("its first event: {e}")))?);
-    let mut decoder = Decoder::default();
-    for (k, batch) in batches.iter().enumerate() {
-        let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
-            Some(op) => bad(format!("snapshot-deltas batch {k}, op {op}: {e}")),
-            None => bad(format!("snapshot-deltas batch {k}: {e}")),
-        })?;
-        for op in decoded {
-            apply(&mut value, op).map_err(|e| bad(format!("snapshot-deltas batch {k}: {e}")))?;
+    let mut spelled = Vec::new();
+    let mut go_on = Ok(true);
+    row.replay(&mut |k, value| {
+        spelled.clear();
+        value.write_json(&mut spelled);
+        row.check_type(k, &spelled)?;
+        go_on = visit(k + 1, &spelled);
+        Ok(matches!(go_on, Ok(true)))
+    })
+    .map_err(ExpandError::Row)?;
+    go_on.map(|_| ())
+}
+
+/// The last event of a row, rebuilt without writing the ones before it. Every op is
+/// applied and checked, so a row that [`expand`] refuses is refused here too, for the same
+/// reason.
+pub fn last_event(line: &[u8]) -> Result<Vec<u8>, String> {
+    let row = Row::parse(line)?;
+    let mut last = row.first.to_vec();
+    let batches = row.batches.len();
+    row.replay(&mut |k, value| {
+        if k + 1 == batches {
+            last.clear();
+            value.write_json(&mut last);
+            row.check_type(k, &last)?;
         }
-        let bytes = value.as_ref().map(Value::to_json).unwrap_or_default();
-        if json::field(&bytes, "type") != kind {
-            return Err(bad(format!(
+        Ok(true)
+    })?;
+    if row.cr {
+        last.push(b'\r');
+    }
+    Ok(last)
+}
+
+/// The first event of a row, as written (without the `\r` its row may give it back).
+pub fn first_event(row: &[u8]) -> Option<&[u8]> {
+    json::field(row, "first")
+}
+
+/// Calls `f` with every path a row's ops could change, raw (a JSON array), or with `None`
+/// for an op that replaces the whole event, without decoding the ops: every path an op
+/// names is spelled in full once in its batch or in a definition, and the other ops reuse
+/// those. More may be given than the ops change (the value of a short `s` that is an
+/// array), never less. Returns false, having perhaps called `f`, when the ops are not a
+/// well-formed array of batches, or an op's verb is not one sess writes plainly: then
+/// nothing can be told this way. The ops are read in one pass.
+pub fn op_paths(row: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> bool {
+    let Some(ops) = json::field(row, "ops") else {
+        return false;
+    };
+    let mut plain = true;
+    let end = json::each_element(ops, 0, &mut |ops, at| {
+        json::each_element(ops, at, &mut |ops, at| {
+            let end = json::skip_value(ops, at)?;
+            plain = plain && paths_of_op(&ops[at..end], f);
+            Some(end)
+        })
+    });
+    plain && end == Some(ops.len())
+}
+
+/// [`op_paths`] for one op.
+fn paths_of_op(op: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> bool {
+    let mut parts = json::elements(op);
+    match parts.next() {
+        Some(br#""r""#) => f(None),
+        // A definition: its id, then its path.
+        Some(br##""#""##) => f(parts.nth(1)),
+        Some(br#""s""# | br#""d""# | br#""a""# | br#""t""# | br#""p""# | br#""m""#) => {
+            if let Some(path) = parts.next().filter(|p| p.starts_with(b"[")) {
+                f(Some(path));
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// A row's parts, checked: its first event, its batches, whether its events end in `\r`.
+struct Row<'a> {
+    first: &'a [u8],
+    batches: Vec<Value>,
+    cr: bool,
+}
+
+impl<'a> Row<'a> {
+    fn parse(line: &'a [u8]) -> Result<Row<'a>, String> {
+        json::validate(line).map_err(|e| {
+            format!(
+                "invalid JSON in a snapshot-deltas row at column {}: {e}",
+                e.offset + 1
+            )
+        })?;
+        let fields: Vec<(&[u8], &[u8])> = json::members(line).collect();
+        let keys: Vec<&[u8]> = fields.iter().map(|(k, _)| *k).collect();
+        let cr = match keys[..] {
+            [b"type", b"first", b"ops"] => false,
+            [b"type", b"first", b"ops", b"eol"] if fields[3].1 == CRLF => true,
+            _ => {
+                return Err(
+                    r#"a snapshot-deltas row must be exactly {type, first, ops}, with "eol":"\r\n" last if its events end in \r"#.into(),
+                );
+            }
+        };
+        let batches = match Value::parse(fields[2].1) {
+            Ok(Value::Array(b)) => b,
+            _ => return Err("the ops of a snapshot-deltas row must be an array of batches".into()),
+        };
+        Ok(Row {
+            first: fields[1].1,
+            batches,
+            cr,
+        })
+    }
+
+    /// Applies each batch in turn to the first event's value, calling `each_value` with
+    /// each event's value (batch `k` makes event `k + 1`) until it says stop.
+    fn replay(
+        &self,
+        each_value: &mut dyn FnMut(usize, &Value) -> Result<bool, String>,
+    ) -> Result<(), String> {
+        let mut value =
+            Some(Value::parse(self.first).map_err(|e| format!("its first event: {e}"))?);
+        let mut decoder = Decoder::default();
+        for (k, batch) in self.batches.iter().enumerate() {
+            let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
+                Some(op) => format!("snapshot-deltas batch {k}, op {op}: {e}"),
+                None => format!("snapshot-deltas batch {k}: {e}"),
+            })?;
+            for op in decoded {
+                apply(&mut value, op).map_err(|e| format!("snapshot-deltas batch {k}: {e}"))?;
+            }
+            let value = value.as_ref().unwrap_or(&Value::Null);
+            if !each_value(k, value)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every event of a row has its first event's type, so that a reader looking for other
+    /// types can pass the row by unexpanded: `event`, made by batch `k`, must have it.
+    fn check_type(&self, k: usize, event: &[u8]) -> Result<(), String> {
+        if json::field(event, "type") != json::field(self.first, "type") {
+            return Err(format!(
                 "snapshot-deltas batch {k}: its event's type is not the type of the row's \
                  first event (every event of a row has it)"
-            )));
+            ));
         }
-        if !visit(k + 1, &bytes)? {
-            return Ok(());
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The open run: the row so far, and what the next event is diffed against.

@@ -4,10 +4,12 @@ use anyhow::Result;
 
 use crate::cli::{ClassArg, Global, IoArgs};
 use crate::units;
+use sess::error::Place;
 use sess::event::LastLine;
 use sess::filter::{Filter, FilterOptions};
 use sess::input::Flow;
 use sess::profile::{Choice, Class, Overrides};
+use sess::snapshots;
 
 const ABOUT: &str = "Drop live frames, keep the facts, project boundary events";
 
@@ -134,6 +136,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         keep_boundaries: args.keep_boundaries,
         max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
         only: args.only.map(Class::from),
+        // Rows taken whole leave their events uncounted: only when no counts are printed.
+        lazy_rows: !args.stats,
         ..FilterOptions::default()
     };
     // The flags are checked before any output is created.
@@ -143,12 +147,17 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut used: Vec<(String, String)> = Vec::new();
     for input in &inputs {
         filter.start_input(input.path());
-        super::each_event(
+        super::each_event_or_row(
             std::slice::from_ref(input),
             args.io.open_options(g),
             LastLine::Records,
-            |_, ev| {
-                filter.event(ev.bytes, ev.newline, &mut sink)?;
+            &mut (&mut filter, &mut sink),
+            |(filter, sink), name, line| {
+                Ok(snapshots::is_row(line.bytes)
+                    && filter.row(line.bytes, Place::line(name, line.number), sink)?)
+            },
+            |(filter, sink), _, ev| {
+                filter.event(ev.bytes, ev.newline, sink)?;
                 Ok(Flow::More)
             },
         )?;

@@ -41,6 +41,18 @@ pub fn each_event_where(
     sess::event::each_event_where(inputs, opts, last, wanted, f)
 }
 
+/// [`sess::event::each_event_or_row`] with the binary's error type.
+pub fn each_event_or_row<S>(
+    inputs: &[Input],
+    opts: OpenOptions,
+    last: LastLine,
+    state: &mut S,
+    row: impl FnMut(&mut S, &str, &sess::io::Line<'_>) -> Result<bool>,
+    f: impl FnMut(&mut S, &str, &Event<'_>) -> Result<Flow>,
+) -> Result<()> {
+    sess::event::each_event_or_row(inputs, opts, last, state, row, f)
+}
+
 /// [`sess::input::each_line`] with the binary's error type.
 pub fn each_line(
     inputs: &[Input],

@@ -5,6 +5,7 @@
 //! Memory holds at most one snapshot frame per open run, or the open run of delta frames.
 
 pub mod bound;
+mod lazy;
 pub mod project;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -13,7 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Place, Result};
 use crate::profile::{Choice, Chooser, Class, Overrides, Profile};
 
 /// The bucket for lines that have no kind.
@@ -28,6 +29,9 @@ pub struct FilterOptions {
     pub only: Option<Class>,
     /// Count events and bytes per kind too (`stats` does; it costs a map update a line).
     pub per_kind: bool,
+    /// Let [`Filter::row`] take snapshot-delta rows whole. The events it passes over
+    /// unbuilt are then not counted: only for a caller that reports no counts.
+    pub lazy_rows: bool,
 }
 
 impl Default for FilterOptions {
@@ -38,6 +42,7 @@ impl Default for FilterOptions {
             max_frame_bytes: 256 * 1024,
             only: None,
             per_kind: false,
+            lazy_rows: false,
         }
     }
 }
@@ -64,8 +69,17 @@ impl Counts {
 struct OpenRun {
     frame_type: String,
     key: Option<Vec<u8>>,
-    /// Raw lines and whether each ended with a newline.
-    frames: Vec<(Vec<u8>, bool)>,
+    frames: Vec<Held>,
+}
+
+/// A frame held in an open run.
+struct Held {
+    /// The raw line, or the snapshot-delta row whose last event is the frame.
+    bytes: Vec<u8>,
+    /// Whether it ended with a newline.
+    terminated: bool,
+    /// For a row: where it was read, to name it if its last event cannot be rebuilt.
+    row: Option<Place>,
 }
 
 /// The open runs, found by type and key in constant time and written in the order they
@@ -245,7 +259,7 @@ impl Filter {
             Class::Frame if !self.opts.include_live => {
                 let k = kind.unwrap_or_default();
                 self.end_other_runs(k, line, out)?;
-                self.pend(k, line, terminated);
+                self.pend(k, line, (line, terminated, None));
                 Ok(())
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
@@ -275,6 +289,30 @@ impl Filter {
                 }
             }
         }
+    }
+
+    /// A packed snapshot-delta row, before it is expanded: returns whether the filter took
+    /// it whole (see [`lazy`]); if not, the caller gives [`Filter::event`] each of its
+    /// events. Only with [`FilterOptions::lazy_rows`], and only when the filter would write
+    /// none of the events but perhaps the last, which is rebuilt only then. `place` names
+    /// the row.
+    pub fn row<W: Write>(&mut self, row: &[u8], place: Place, out: &mut W) -> io::Result<bool> {
+        let o = &self.opts;
+        if !o.lazy_rows || o.include_live || o.only.is_some() || o.per_kind {
+            return Ok(false);
+        }
+        let Some(kind) = self
+            .profile
+            .current()
+            .and_then(|p| lazy::kind_of_row(p, row))
+        else {
+            return Ok(false);
+        };
+        let first = crate::snapshots::first_event(row).expect("told by kind_of_row");
+        self.end_other_runs(&kind, first, out)?;
+        // The row's events all end in a newline: they are members of a line.
+        self.pend(&kind, first, (row, true, Some(place)));
+        Ok(true)
     }
 
     /// The input ended: writes every run still open (no successor will come).
@@ -329,13 +367,18 @@ impl Filter {
     }
 
     /// A frame run without a successor is the only copy of its output: keep it, as facts,
-    /// in its original order.
+    /// in its original order. A row held whole gives its last event, rebuilt now.
     fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
-        for (line, terminated) in run.frames {
+        for held in run.frames {
+            let line = match held.row {
+                None => held.bytes,
+                Some(place) => crate::snapshots::last_event(&held.bytes)
+                    .map_err(|why| io::Error::other(Error::invalid(place, why)))?,
+            };
             self.write(
                 (Class::Frame, Some(&run.frame_type)),
                 &line,
-                terminated,
+                held.terminated,
                 out,
             )?;
         }
@@ -412,7 +455,15 @@ impl Filter {
         }
     }
 
-    fn pend(&mut self, frame_type: &str, line: &[u8], terminated: bool) {
+    /// Holds a frame in its run. Its key and snapshot rule are read from `line`; what is
+    /// held is `bytes` (the line, or a row whose last event is the frame), whether it ended
+    /// in a newline, and for a row where it was read.
+    fn pend(
+        &mut self,
+        frame_type: &str,
+        line: &[u8],
+        (bytes, terminated, row): (&[u8], bool, Option<Place>),
+    ) {
         let Some(rule) = self
             .profile
             .current()
@@ -427,14 +478,19 @@ impl Filter {
         // buffer of the frame it replaces is reused: runs of snapshots are the hot path.
         if snapshot {
             run.frames.truncate(1);
-            if let Some((buf, t)) = run.frames.first_mut() {
-                buf.clear();
-                buf.extend_from_slice(line);
-                *t = terminated;
+            if let Some(held) = run.frames.first_mut() {
+                held.bytes.clear();
+                held.bytes.extend_from_slice(bytes);
+                held.terminated = terminated;
+                held.row = row;
                 return;
             }
         }
-        run.frames.push((line.to_vec(), terminated));
+        run.frames.push(Held {
+            bytes: bytes.to_vec(),
+            terminated,
+            row,
+        });
     }
 
     /// Per-class counts as one JSON object (`docs/FORMAT.md`, "`sess filter --stats
