@@ -399,7 +399,7 @@ impl<'a> Iterator for Elements<'a> {
 
 /// The member starting at `i` (after whitespace and a comma, if any): its raw key content
 /// and where its value starts. `None` at the object's end or at anything malformed.
-fn member_head(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+pub fn member_head(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
     let mut i = skip_ws(b, i);
     if b.get(i) == Some(&b',') {
         i = skip_ws(b, i + 1);

@@ -24,7 +24,6 @@ use crate::io::Ending;
 use crate::profile::{Choice, Chooser, Overrides};
 use crate::rows;
 use crate::snapshots::{self, Group};
-use crate::value::Value;
 
 pub struct Packer {
     /// Which lines are snapshot frames: the profile says.
@@ -79,9 +78,12 @@ impl Packer {
         self.events += 1;
         self.bytes += line.len() as u64 + u64::from(newline);
         match self.snapshot(line).filter(|_| newline) {
-            Some((group, value)) => {
+            Some(group) => {
                 self.chunks.finish(out)?;
-                self.snapshots.take(line, group, value, out)
+                match self.snapshots.take(line, group, out)? {
+                    true => Ok(()),
+                    false => self.chunks.event(line, newline, out),
+                }
             }
             None => {
                 self.snapshots.finish(out)?;
@@ -90,16 +92,15 @@ impl Packer {
         }
     }
 
-    /// The run and value of a snapshot frame the encoder can take.
-    fn snapshot(&mut self, line: &[u8]) -> Option<(Group, Value)> {
+    /// The run of a snapshot frame.
+    fn snapshot(&mut self, line: &[u8]) -> Option<Group> {
         let p = self.profile.see(line)?;
         let kind = p.kind_of(line)?;
         let rule = p.frames.get(kind.as_ref())?;
         if !rule.snapshot.holds(line) {
             return None;
         }
-        let group = (kind.into_owned(), rule.key_of(line));
-        Some((group, snapshots::SnapshotPacker::value_of(line)?))
+        Some((kind.into_owned(), rule.key_of(line)))
     }
 
     /// Writes whatever run is open. Call at the end of a window.

@@ -19,9 +19,10 @@
 use std::io::{self, Write};
 
 use crate::delta::apply::apply;
-use crate::delta::diff::{Limits, diff};
+use crate::delta::diff::{Limits, diff_text};
+use crate::delta::is_base;
+use crate::delta::spell::Spelled;
 use crate::delta::wire::{Decoder, Encoder as WireEncoder};
-use crate::delta::{Op, is_base};
 use crate::json;
 use crate::value::Value;
 
@@ -78,15 +79,12 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
     if !visit(0, row.first)? {
         return Ok(());
     }
-    let mut spelled = Vec::new();
     let mut go_on = Ok(true);
-    row.replay(&mut |k, value| {
-        spelled.clear();
-        value.write_json(&mut spelled);
-        row.check_type(k, &spelled)?;
-        go_on = visit(k + 1, &spelled);
+    row.replay(Some(&mut |k, event| {
+        row.check_type(k, event)?;
+        go_on = visit(k + 1, event);
         Ok(matches!(go_on, Ok(true)))
-    })
+    }))
     .map_err(ExpandError::Row)?;
     go_on.map(|_| ())
 }
@@ -96,16 +94,13 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
 /// reason.
 pub fn last_event(line: &[u8]) -> Result<Vec<u8>, String> {
     let row = Row::parse(line)?;
+    let value = row.replay(None)?;
     let mut last = row.first.to_vec();
-    let batches = row.batches.len();
-    row.replay(&mut |k, value| {
-        if k + 1 == batches {
-            last.clear();
-            value.write_json(&mut last);
-            row.check_type(k, &last)?;
-        }
-        Ok(true)
-    })?;
+    if !row.batches.is_empty() {
+        last.clear();
+        value.write_json(&mut last);
+        row.check_type(row.batches.len() - 1, &last)?;
+    }
     if row.cr {
         last.push(b'\r');
     }
@@ -156,6 +151,9 @@ fn paths_of_op(op: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> bool {
     true
 }
 
+/// What [`Row::replay`] calls with each rebuilt event: its batch and its text.
+type Each<'a> = dyn FnMut(usize, &[u8]) -> Result<bool, String> + 'a;
+
 /// A row's parts, checked: its first event, its batches, whether its events end in `\r`.
 struct Row<'a> {
     first: &'a [u8],
@@ -193,29 +191,34 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// Applies each batch in turn to the first event's value, calling `each_value` with
-    /// each event's value (batch `k` makes event `k + 1`) until it says stop.
-    fn replay(
-        &self,
-        each_value: &mut dyn FnMut(usize, &Value) -> Result<bool, String>,
-    ) -> Result<(), String> {
+    /// Applies each batch in turn to the first event's value, and returns the last value.
+    /// With `each`, calls it with each event's text (batch `k` makes event `k + 1`), kept
+    /// in step with the ops, until it says stop.
+    fn replay(&self, mut each: Option<&mut Each<'_>>) -> Result<Value, String> {
         let mut value =
             Some(Value::parse(self.first).map_err(|e| format!("its first event: {e}"))?);
+        let mut spelled = each.is_some().then(|| Spelled::of(value.as_ref()));
         let mut decoder = Decoder::default();
         for (k, batch) in self.batches.iter().enumerate() {
             let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
                 Some(op) => format!("snapshot-deltas batch {k}, op {op}: {e}"),
                 None => format!("snapshot-deltas batch {k}: {e}"),
             })?;
+            let bad = |e| format!("snapshot-deltas batch {k}: {e}");
             for op in decoded {
-                apply(&mut value, op).map_err(|e| format!("snapshot-deltas batch {k}: {e}"))?;
+                match &mut spelled {
+                    Some(s) => s.apply(&mut value, op).map_err(bad)?,
+                    None => apply(&mut value, op).map_err(bad)?,
+                }
             }
-            let value = value.as_ref().unwrap_or(&Value::Null);
-            if !each_value(k, value)? {
+            if let (Some(each), Some(s)) = (&mut each, &spelled)
+                && !each(k, s.text())?
+            {
                 break;
             }
         }
-        Ok(())
+        // Ops never take the value away: only `r` sets the root, and to a value.
+        Ok(value.unwrap_or(Value::Null))
     }
 
     /// Every event of a row has its first event's type, so that a reader looking for other
@@ -246,8 +249,8 @@ struct SnapshotRun {
     encoder: WireEncoder,
     /// Mirrors the unpacker's decoder, to check each batch before it is written.
     decoder: Decoder,
-    /// The last rebuilt event, spelled (one buffer for the run).
-    spelled: Vec<u8>,
+    /// The last event's text, kept in step with the ops as the unpacker keeps it.
+    spelled: Spelled,
 }
 
 /// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
@@ -263,33 +266,29 @@ pub struct SnapshotPacker {
 pub type Group = (String, Option<Vec<u8>>);
 
 impl SnapshotPacker {
-    /// The value of a snapshot frame that can join a row: only a line written exactly as
-    /// sess writes its value (and perhaps a `\r`) can be rebuilt byte for byte.
-    pub fn value_of(line: &[u8]) -> Option<Value> {
-        let (body, _) = split_cr(line);
-        Value::parse_canonical(body)
-    }
-
-    /// Takes a candidate: it joins the open run, or starts a new one.
+    /// Takes a snapshot frame: it joins the open run, or starts a new one. Returns false,
+    /// having ended the open run, for a line that cannot be rebuilt byte for byte (not
+    /// written exactly as sess writes its value, and perhaps a `\r`): the caller writes it
+    /// as it is.
     pub fn take<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
         (frame_type, key): Group,
-        value: Value,
         out: &mut W,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         let (line, cr) = split_cr(line);
         let joins = self.run.as_ref().is_some_and(|r| {
             r.frame_type == frame_type && r.key == key && r.cr == cr && r.count < MAX_RUN
         });
-        let value = match joins {
-            true => match self.join(line, value) {
-                Ok(()) => return Ok(()),
-                Err(value) => value,
-            },
-            false => value,
-        };
+        if joins && self.join(line) {
+            return Ok(true);
+        }
         self.finish(out)?;
+        // A line that joins is rebuilt exactly, so it is spelled as sess spells values;
+        // one that starts a run must be found so.
+        let Some(value) = Value::parse_canonical(line) else {
+            return Ok(false);
+        };
         self.run = Some(SnapshotRun {
             frame_type,
             key,
@@ -297,52 +296,49 @@ impl SnapshotPacker {
             first: line.to_vec(),
             batches: Vec::new(),
             count: 1,
+            spelled: Spelled::of(Some(&value)),
             last: value,
             encoder: WireEncoder::default(),
             decoder: Decoder::default(),
-            spelled: Vec::new(),
         });
-        Ok(())
+        Ok(true)
     }
 
-    /// Adds the event to the open run if its batch rebuilds it exactly; otherwise hands the
-    /// value back. The batch is applied to the run's last value in place: if the check fails
-    /// the run ends anyway.
-    fn join(&mut self, line: &[u8], value: Value) -> Result<(), Value> {
+    /// Adds the event to the open run if its batch rebuilds it exactly. The ops are found
+    /// from the last event's text and this one, and applied to the last value in place: if
+    /// the check fails the run ends anyway.
+    fn join(&mut self, line: &[u8]) -> bool {
         let run = self.run.as_mut().expect("joins only an open run");
         if json::field(line, "type") != json::field(&run.first, "type") {
-            return Err(value);
+            return false;
         }
-        let ops: Vec<Op> = diff(Some(&run.last), &value, Limits::default());
+        let Some(ops) = diff_text(run.spelled.text(), line, Limits::default()) else {
+            return false;
+        };
         if is_base(&ops) {
-            return Err(value);
+            return false;
         }
         let wire = run.encoder.encode(&ops);
         let mut rebuilt = Some(std::mem::replace(&mut run.last, Value::Null));
+        let spelled = &mut run.spelled;
         let applied = run.decoder.decode(&wire).ok().is_some_and(|ops| {
             ops.into_iter()
-                .try_for_each(|op| apply(&mut rebuilt, op))
+                .try_for_each(|op| spelled.apply(&mut rebuilt, op))
                 .is_ok()
         });
-        // The bytes are compared, not the values: what unpack writes is what is checked.
-        let spelled = &mut run.spelled;
-        spelled.clear();
-        if let Some(v) = &rebuilt {
-            v.write_json(spelled);
-        }
-        if !applied || rebuilt.is_none() || spelled[..] != *line {
+        // The bytes are compared: what unpack writes is what is checked, and it is written
+        // as here, kept in step with the ops from the value unpack holds.
+        let Some(rebuilt) = rebuilt.filter(|_| applied && spelled.text() == line) else {
             // The encoder and decoder have seen this batch: the run cannot go on.
-            return Err(value);
-        }
+            return false;
+        };
         if run.count > 1 {
             run.batches.push(b',');
         }
         run.batches.extend_from_slice(&wire.to_json());
         run.count += 1;
-        // The parsed value, not the rebuilt one: they serialize alike, but only the parsed
-        // one is sure to hold numbers and strings exactly as the line has them.
-        run.last = value;
-        Ok(())
+        run.last = rebuilt;
+        true
     }
 
     /// Writes the open run: a row if it holds two events or more, else its event.
@@ -393,13 +389,16 @@ mod tests {
         for l in lines {
             let line = l.as_bytes();
             let kind = json::field(line, "type").and_then(json::str_value);
-            let value = SnapshotPacker::value_of(line);
-            match (kind, value) {
-                (Some(k), Some(v)) if k.ends_with("_update") => {
+            let taken = match kind {
+                Some(k) if k.ends_with("_update") => {
                     let key = json::field(line, "toolCallId").map(<[u8]>::to_vec);
-                    p.take(line, (k.into_owned(), key), v, &mut out).unwrap();
+                    p.take(line, (k.into_owned(), key), &mut out).unwrap()
                 }
-                _ => {
+                _ => false,
+            };
+            match taken {
+                true => {}
+                false => {
                     p.finish(&mut out).unwrap();
                     out.extend_from_slice(line);
                     out.push(b'\n');
@@ -439,9 +438,8 @@ mod tests {
         let mut p = SnapshotPacker::default();
         let mut out = Vec::new();
         for l in lines {
-            let v = SnapshotPacker::value_of(l.as_bytes()).unwrap();
-            p.take(l.as_bytes(), ("x_update".into(), None), v, &mut out)
-                .unwrap();
+            let taken = p.take(l.as_bytes(), ("x_update".into(), None), &mut out);
+            assert!(taken.unwrap());
         }
         p.finish(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -123,16 +123,10 @@ fn one_row(lines: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     for l in lines {
         let kind = json::field(l.as_bytes(), "type").unwrap().to_vec();
-        match SnapshotPacker::value_of(l.as_bytes()) {
-            Some(v) => {
-                let group = (String::from_utf8(kind).unwrap(), None);
-                p.take(l.as_bytes(), group, v, &mut out).unwrap();
-            }
-            None => {
-                p.finish(&mut out).unwrap();
-                out.extend_from_slice(l.as_bytes());
-                out.push(b'\n');
-            }
+        let group = (String::from_utf8(kind).unwrap(), None);
+        if !p.take(l.as_bytes(), group, &mut out).unwrap() {
+            out.extend_from_slice(l.as_bytes());
+            out.push(b'\n');
         }
     }
     p.finish(&mut out).unwrap();

@@ -75,7 +75,16 @@ enum Change {
     Truncate(u64),
 }
 
-/// An object key for a segment: a number on an object names the key spelled in digits.
+/// Whether an object key is the one a segment names (see [`key_of`]); a key segment, the
+/// common case, is compared without making the key.
+pub fn names(key: &[u16], seg: &Seg) -> bool {
+    match seg {
+        Seg::Key(k) => key == &k[..],
+        Seg::Index(_) => key == &key_of(seg)[..],
+    }
+}
+
+/// The object key a segment names: a number on an object names the key spelled in digits.
 fn key_of(seg: &Seg) -> Vec<u16> {
     match seg {
         Seg::Key(k) => k.clone(),
@@ -105,14 +114,11 @@ fn resolve<'a>(
     for (k, seg) in path.iter().enumerate() {
         let here = &path[..=k];
         cur = match cur {
-            Value::Object(members) => {
-                let key = key_of(seg);
-                members
-                    .iter_mut()
-                    .find(|(name, _)| *name == key)
-                    .map(|(_, v)| v)
-                    .ok_or_else(|| OpError::unresolvable(here))?
-            }
+            Value::Object(members) => members
+                .iter_mut()
+                .find(|(name, _)| names(name, seg))
+                .map(|(_, v)| v)
+                .ok_or_else(|| OpError::unresolvable(here))?,
             Value::Array(items) => match seg {
                 Seg::Key(_) => return Err(OpError::unsafe_segment(&seg_text(seg))),
                 Seg::Index(i) => items
@@ -151,11 +157,10 @@ fn at_parent(root: &mut Option<Value>, path: &Path, what: Change) -> Result<(), 
             }
         }
         Value::Object(members) => {
-            let key = key_of(last);
-            let pos = members.iter().position(|(k, _)| *k == key);
+            let pos = members.iter().position(|(k, _)| names(k, last));
             match (what, pos) {
                 (Change::Set(v), Some(p)) => members[p].1 = v,
-                (Change::Set(v), None) => members.push((key, v)),
+                (Change::Set(v), None) => members.push((key_of(last), v)),
                 (Change::Delete, Some(p)) => {
                     members.remove(p);
                 }

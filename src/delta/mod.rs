@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod diff;
 pub mod oplist;
+pub mod spell;
 pub mod wire;
 
 use std::fmt;

@@ -1,0 +1,417 @@
+//! A value's JSON text kept in step with the ops applied to it.
+//!
+//! A snapshot row rebuilds each event from the one before by a few ops, most of them an
+//! append of a token to a long string. Writing the whole value again after every batch
+//! costs the event's length in escaping work; here only the part an op changed is written:
+//! an append inserts its text before the string's closing quote, a set replaces the old
+//! value's text, any other op writes its target (or, for one that adds or removes a
+//! member, the container) again. The text stays exactly what [`Value::write_json`] writes
+//! for the value, which the tests check against the whole writer after every op.
+
+use std::ops::Range;
+
+use super::apply::{apply, names};
+use super::{Op, OpError, Path, Seg};
+use crate::json;
+use crate::value::{Value, write_string};
+
+/// A value's text, as [`Value::write_json`] writes it, kept in step with the ops applied.
+#[derive(Debug, Default, Clone)]
+pub struct Spelled {
+    text: Vec<u8>,
+    /// The text an op writes in place of what it changed.
+    piece: Vec<u8>,
+    /// Where the values ops named lately are in the text, kept as the text changes: the
+    /// ops of a row name the same few paths batch after batch, and finding one walks the
+    /// text before it.
+    found: Vec<(Path, Range<usize>)>,
+}
+
+/// How many places [`Spelled`] remembers.
+const REMEMBERED: usize = 8;
+
+/// What an op changes in the text, found before it is applied.
+enum Change {
+    /// `piece` goes in place of this range (it is the new text of what was there).
+    Put(Range<usize>),
+    /// This range holds the value at this path, which the op changes: written again after.
+    Rewrite(Range<usize>, Path),
+    /// The whole value is written again after.
+    Whole,
+}
+
+impl Spelled {
+    /// The text of `value` (empty for none).
+    pub fn of(value: Option<&Value>) -> Spelled {
+        let mut s = Spelled::default();
+        s.respell(value);
+        s
+    }
+
+    /// The text, as [`Value::write_json`] writes the value.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Applies `op` to `value`, which this text spells, and brings the text along. On an
+    /// error the text is left as it was, though `value` may have changed (see [`apply`]).
+    pub fn apply(&mut self, value: &mut Option<Value>, op: Op) -> Result<(), OpError> {
+        let change = self.change(&op);
+        apply(value, op)?;
+        match change {
+            Change::Put(range) => self.put(range),
+            Change::Rewrite(range, path) => match value.as_ref().and_then(|v| get(v, &path)) {
+                Some(node) => {
+                    self.piece.clear();
+                    node.write_json(&mut self.piece);
+                    self.put(range);
+                }
+                None => self.respell(value.as_ref()),
+            },
+            Change::Whole => self.respell(value.as_ref()),
+        }
+        Ok(())
+    }
+
+    fn respell(&mut self, value: Option<&Value>) {
+        self.found.clear();
+        self.text.clear();
+        if let Some(v) = value {
+            v.write_json(&mut self.text);
+        }
+    }
+
+    /// Puts `piece` in place of `range`, and moves the places remembered along: one after
+    /// it shifts, one around it stretches, the value replaced takes the piece's range, and
+    /// one inside it is forgotten.
+    fn put(&mut self, range: Range<usize>) {
+        let (start, end, len) = (range.start, range.end, self.piece.len());
+        self.text.splice(range, self.piece.iter().copied());
+        let moved = |at: usize| at + len - (end - start);
+        self.found.retain_mut(|(_, r)| {
+            if (r.start, r.end) == (start, end) {
+                *r = start..start + len;
+            } else if end <= r.start {
+                *r = moved(r.start)..moved(r.end);
+            } else if r.start <= start && end <= r.end {
+                r.end = moved(r.end);
+            } else if r.end <= start {
+            } else {
+                return false;
+            }
+            true
+        });
+    }
+
+    /// The range of the value at `path`, remembered or found.
+    fn find(&mut self, path: &[Seg]) -> Option<Range<usize>> {
+        if let Some((_, r)) = self.found.iter().find(|(p, _)| p[..] == *path) {
+            return Some(r.clone());
+        }
+        let r = locate(&self.text, path)?;
+        if self.found.len() == REMEMBERED {
+            self.found.remove(0);
+        }
+        self.found.push((path.to_vec(), r.clone()));
+        Some(r)
+    }
+
+    /// Where `op` changes the text, told before it is applied.
+    fn change(&mut self, op: &Op) -> Change {
+        self.piece.clear();
+        match op {
+            Op::Append(path, s) => match self.find(path) {
+                // A low surrogate first could pair with a high one the string ends in, which
+                // is then no longer written as an escape.
+                Some(r) if self.text[r.start] == b'"' && !s.first().is_some_and(is_low) => {
+                    write_string(s, &mut self.piece);
+                    self.piece.pop();
+                    self.piece.remove(0);
+                    Change::Put(r.end - 1..r.end - 1)
+                }
+                Some(r) => Change::Rewrite(r, path.clone()),
+                None => Change::Whole,
+            },
+            Op::Set(path, v) => match self.find(path) {
+                Some(r) => {
+                    v.write_json(&mut self.piece);
+                    Change::Put(r)
+                }
+                None => self.rewrite_parent(path),
+            },
+            Op::Delete(path) => self.rewrite_parent(path),
+            Op::Truncate(path, _) | Op::Splice(path, ..) | Op::Permute(path, _) => {
+                match self.find(path) {
+                    Some(r) => Change::Rewrite(r, path.clone()),
+                    None => Change::Whole,
+                }
+            }
+            Op::Replace(_) => Change::Whole,
+        }
+    }
+
+    /// An op that adds or removes a member: its container is written again.
+    fn rewrite_parent(&mut self, path: &[Seg]) -> Change {
+        let Some((_, parent)) = path.split_last() else {
+            return Change::Whole;
+        };
+        match self.find(parent) {
+            Some(r) => Change::Rewrite(r, parent.to_vec()),
+            None => Change::Whole,
+        }
+    }
+}
+
+fn is_low(unit: &u16) -> bool {
+    (0xDC00..0xE000).contains(unit)
+}
+
+/// The value at `path`, walked as [`apply`] walks it: object members by key, array
+/// elements by index.
+fn get<'v>(mut v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
+    for seg in path {
+        v = match (v, seg) {
+            (Value::Object(members), _) => &members.iter().find(|(k, _)| names(k, seg))?.1,
+            (Value::Array(items), Seg::Index(i)) => items.get(usize::try_from(*i).ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// The range of the value at `path` in `text`, a value as [`Value::write_json`] writes it
+/// (no whitespace, each key once, spelled as the writer spells it), walked as [`get`]
+/// walks the value.
+fn locate(text: &[u8], path: &[Seg]) -> Option<Range<usize>> {
+    let mut range = 0..text.len();
+    let mut key = Vec::new();
+    for seg in path {
+        let start = range.start;
+        range = match (text.get(start)?, seg) {
+            (b'{', _) => {
+                key.clear();
+                match seg {
+                    Seg::Key(k) => write_string(k, &mut key),
+                    Seg::Index(i) => key.extend_from_slice(format!("\"{i}\"").as_bytes()),
+                }
+                member(text, start, &key)?
+            }
+            (b'[', Seg::Index(i)) => element(text, start, usize::try_from(*i).ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(range)
+}
+
+/// The range of the value of the member whose key is spelled `key` (quotes included) in
+/// the object at `text[start]`.
+fn member(text: &[u8], start: usize, key: &[u8]) -> Option<Range<usize>> {
+    let mut i = start + 1;
+    while text.get(i) == Some(&b'"') {
+        let key_end = json::string_end(text, i)?;
+        let value_start = key_end + 1;
+        let value_end = json::skip_value(text, value_start)?;
+        if &text[i..key_end] == key {
+            return Some(value_start..value_end);
+        }
+        i = value_end + usize::from(text.get(value_end) == Some(&b','));
+    }
+    None
+}
+
+/// The range of element `n` of the array at `text[start]`.
+fn element(text: &[u8], start: usize, n: usize) -> Option<Range<usize>> {
+    let mut i = start + 1;
+    for k in 0.. {
+        if matches!(text.get(i), None | Some(b']')) {
+            return None;
+        }
+        let end = json::skip_value(text, i)?;
+        if k == n {
+            return Some(i..end);
+        }
+        i = end + usize::from(text.get(end) == Some(&b','));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delta::parse_path;
+    use proptest::prelude::*;
+
+    fn units(s: &str) -> Vec<u16> {
+        s.encode_utf16().collect()
+    }
+
+    fn path(p: &str) -> Path {
+        parse_path(&Value::parse(p.as_bytes()).unwrap()).unwrap()
+    }
+
+    /// Applies `ops` both ways: kept in step, and written whole after each op (a failed op
+    /// changes neither). Returns how many ops applied.
+    fn check(start: &str, ops: Vec<Op>) -> usize {
+        let mut value = Some(Value::parse(start.as_bytes()).unwrap());
+        let mut spelled = Spelled::of(value.as_ref());
+        let mut applied = 0;
+        for op in ops {
+            let shown = format!("{op:?}");
+            let before = spelled.text().to_vec();
+            let ok = spelled.apply(&mut value, op).is_ok();
+            let whole = value.as_ref().map(Value::to_json).unwrap_or_default();
+            assert_eq!(
+                String::from_utf8_lossy(spelled.text()),
+                String::from_utf8_lossy(&whole),
+                "after {shown} ({})",
+                if ok { "applied" } else { "failed" }
+            );
+            if !ok {
+                assert_eq!(spelled.text(), &before[..], "a failed {shown}");
+            }
+            applied += usize::from(ok);
+        }
+        applied
+    }
+
+    #[test]
+    fn appends_sets_and_the_rest_keep_the_text() {
+        let start = r#"{"a":{"t":"x\u00e9","n":[1,{"k":"v"}]},"b":"","1":[]}"#;
+        let applied = check(
+            start,
+            vec![
+                Op::Append(path(r#"["a","t"]"#), units("y\"z\n🦀")),
+                Op::Set(path(r#"["a","n",1,"k"]"#), Value::Number(1.5)),
+                Op::Set(path(r#"["a","new"]"#), Value::string("w")),
+                Op::Set(path(r#"["a","n",2]"#), Value::Null),
+                Op::Append(path(r#"[1]"#), vec![]),
+            ],
+        );
+        assert_eq!(applied, 4, "appending to an array fails");
+        let applied = check(
+            start,
+            vec![
+                Op::Truncate(path(r#"["a","t"]"#), 1),
+                Op::Delete(path(r#"["a","n"]"#)),
+                Op::Splice(path(r#"[1]"#), 0, 0, vec![Value::Bool(true)]),
+                Op::Set(path(r#"[1,0]"#), Value::string("s")),
+                Op::Permute(path(r#"[1]"#), vec![0]),
+                Op::Replace(Value::Array(vec![])),
+                Op::Splice(vec![], 0, 0, vec![Value::string("x")]),
+                Op::Append(path("[0]"), units("y")),
+            ],
+        );
+        assert_eq!(applied, 8);
+    }
+
+    #[test]
+    fn an_append_that_completes_a_surrogate_pair_writes_the_string_again() {
+        let mut ops = vec![Op::Append(path(r#"["s"]"#), vec![0xD83E])];
+        ops.push(Op::Append(path(r#"["s"]"#), vec![0xDD80, 0xD800]));
+        ops.push(Op::Append(path(r#"["s"]"#), units("x")));
+        assert_eq!(check(r#"{"s":"a"}"#, ops), 3);
+    }
+
+    #[test]
+    fn a_failed_op_leaves_the_text() {
+        let op = Op::Append(path(r#"["nowhere"]"#), units("x"));
+        assert_eq!(check(r#"{"s":"a"}"#, vec![op]), 0);
+        let op = Op::Append(path(r#"["s"]"#), units("x"));
+        assert_eq!(check(r#"{"s":1}"#, vec![op]), 0);
+    }
+
+    fn text() -> impl Strategy<Value = Vec<u16>> {
+        prop_oneof![
+            Just(units("a")),
+            Just(units("\"\\\n")),
+            Just(units("é🦀")),
+            Just(vec![0xD83E]),
+            Just(vec![0xDD80]),
+            Just(vec![]),
+        ]
+    }
+
+    fn seg() -> impl Strategy<Value = Seg> {
+        prop_oneof![
+            (0u64..3).prop_map(Seg::Index),
+            proptest::sample::select(vec!["a", "a", "b", "0", "é\"", "x"])
+                .prop_map(|k| Seg::Key(units(k))),
+        ]
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            text().prop_map(Value::String),
+            Just(Value::Null),
+            (-3i32..3).prop_map(|n| Value::Number(f64::from(n) / 2.0)),
+            Just(Value::Object(vec![])),
+            Just(Value::Array(vec![])),
+            Just(Value::Object(vec![(units("a"), Value::string("s"))])),
+        ]
+    }
+
+    /// Mostly paths of the start value below (ops that apply), else any.
+    fn any_path() -> impl Strategy<Value = Path> {
+        let known = [
+            "[]",
+            r#"["a"]"#,
+            r#"["a","a"]"#,
+            r#"["a","0"]"#,
+            r#"["a",0,1]"#,
+            r#"["a","0",0]"#,
+            r#"["a","0",1,"a"]"#,
+            r#"["a","é\""]"#,
+            r#"["b"]"#,
+            r#"["b",0,"a"]"#,
+            r#"["b",1]"#,
+            r#"["b",2]"#,
+            r#"["c"]"#,
+        ];
+        prop_oneof![
+            3 => proptest::sample::select(known.to_vec()).prop_map(path),
+            1 => proptest::collection::vec(seg(), 0..4),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (any_path(), text()).prop_map(|(p, s)| Op::Append(p, s)),
+            3 => (any_path(), leaf()).prop_map(|(p, v)| Op::Set(p, v)),
+            1 => any_path().prop_map(Op::Delete),
+            1 => (any_path(), 0u64..3).prop_map(|(p, n)| Op::Truncate(p, n)),
+            1 => (any_path(), 0u64..3, 0u64..2, proptest::collection::vec(leaf(), 0..2))
+                .prop_map(|(p, i, r, v)| Op::Splice(p, i, r, v)),
+            1 => any_path().prop_map(|p| Op::Permute(p, vec![1, 0])),
+            1 => leaf().prop_map(Op::Replace),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever the ops, the text kept in step is the text written whole, and a failed
+        /// op leaves it as it was.
+        #[test]
+        fn the_text_kept_in_step_is_the_text_written_whole(
+            ops in proptest::collection::vec(op(), 0..40),
+        ) {
+            let start = r#"{"a":{"a":"x","0":["s",{"a":"y"}],"é\"":1},"b":[{"a":""},"t"]}"#;
+            check(start, ops);
+        }
+    }
+
+    /// The random ops above are not all refused: enough of them apply to test something.
+    #[test]
+    fn most_random_op_lists_apply_some_ops() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = proptest::collection::vec(op(), 40..41);
+        let start = r#"{"a":{"a":"x","0":["s",{"a":"y"}],"é\"":1},"b":[{"a":""},"t"]}"#;
+        let mut applied = 0;
+        for _ in 0..100 {
+            let ops = strategy.new_tree(&mut runner).unwrap().current();
+            applied += check(start, ops);
+        }
+        assert!(applied > 4000 / 10, "{applied} of 4000 ops applied");
+    }
+}
