@@ -68,6 +68,14 @@ pub struct IoArgs {
     /// through as read, and counted in one warning per input.
     #[arg(long)]
     pub strict: bool,
+
+    /// Threads to use (default: every core; 1 keeps all on one). With two or more, a zstd
+    /// input is decompressed on a thread of its own, ahead of the rest; pack compresses
+    /// frames on another; stats of folders reads that many logs at once. The output is the
+    /// same bytes.
+    #[arg(long, value_name = "N", default_value_t = all_cores(),
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: u64,
 }
 
 impl IoArgs {
@@ -82,6 +90,7 @@ impl IoArgs {
             } else {
                 LineCheck::Warn
             },
+            read_ahead: self.threads > 1,
             ..self.damage.open_options(g)
         }
     }
@@ -153,6 +162,7 @@ impl Damage {
             recovery: self.recovery.into(),
             collect_warnings: false,
             check: LineCheck::Off,
+            read_ahead: all_cores() > 1,
         }
     }
 }
@@ -165,6 +175,7 @@ pub fn default_open(g: Global) -> OpenOptions {
         recovery: Recovery::default(),
         collect_warnings: false,
         check: LineCheck::Off,
+        read_ahead: all_cores() > 1,
     }
 }
 
@@ -321,7 +332,12 @@ pub fn store_bar(total: u64) -> indicatif::ProgressBar {
     b
 }
 
-/// `--threads` of pack and compact: two (reading and packing on one, compressing frames on
+/// The default of `--threads` where every core can be used.
+pub fn all_cores() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
+/// `--threads` of compact: two (reading and packing on one, compressing frames on
 /// the other) on a machine with two cores or more; more are not used.
 pub fn default_threads() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)

@@ -14,6 +14,7 @@ use crate::frames::reader::Health;
 pub use crate::frames::walk::is_zstd;
 use crate::frames::{FrameReader, Recovery};
 use crate::intern;
+use crate::io::ahead::{Notes, ReadAhead};
 use crate::io::{Line, LineReader};
 use crate::syntax::{LineCheck, Tally};
 
@@ -189,6 +190,9 @@ pub struct OpenOptions {
     pub collect_warnings: bool,
     /// How each line is checked for being JSON.
     pub check: LineCheck,
+    /// Decompress zstd input on a thread of its own, ahead of the caller (not with
+    /// skip-corrupt recovery or collected warnings, whose reports follow the lines read).
+    pub read_ahead: bool,
 }
 
 pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
@@ -225,7 +229,12 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
                 frames = frames.collecting();
             }
             let health = frames.health_handle();
-            (Box::new(frames), health)
+            let ahead = opts.read_ahead && !opts.collect_warnings && !skip_corrupt;
+            let frames: Box<dyn Read + Send> = match ahead {
+                true => Box::new(read_ahead(frames, &health, size.is_some())),
+                false => Box::new(frames),
+            };
+            (frames, health)
         }
         Compression::Gzip => {
             let gz = GzMembers::new(BufReader::with_capacity(BUF, whole));
@@ -246,6 +255,27 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         collect: opts.collect_warnings,
         check: opts.check,
     })
+}
+
+/// `frames` read on a thread of its own. Its warnings are printed as the lines they come
+/// with are reached, as they are without the thread, not when the thread meets them.
+fn read_ahead<R: Read + Send + 'static>(
+    frames: FrameReader<R>,
+    health: &Arc<Mutex<Health>>,
+    file: bool,
+) -> ReadAhead {
+    let (counted, shown) = (Arc::clone(health), Arc::clone(health));
+    let mut printed = 0;
+    let notes = Notes {
+        count: Box::new(move || Health::lock(&counted).notices.len()),
+        show: Box::new(move |upto| {
+            for notice in &Health::lock(&shown).notices[printed..upto] {
+                eprintln!("sess: warning: {notice}");
+            }
+            printed = upto;
+        }),
+    };
+    ReadAhead::new(Box::new(frames.deferring()), Some(notes), file)
 }
 
 /// The frames a file's index lists (none when it has no readable index), the file left at

@@ -101,14 +101,6 @@ pub struct Args {
     #[arg(long)]
     pub fsync: bool,
 
-    /// Threads to use: 1 reads, packs and compresses on one; 2 (the default on a machine
-    /// with two cores or more) compresses frames on a second while the first reads and
-    /// packs. The output is the same bytes. More are not used yet; a stream from a pipe,
-    /// and frames under 64K, use one.
-    #[arg(long, value_name = "N", default_value_t = crate::cli::default_threads(),
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub threads: u64,
-
     /// Print how many events were packed into how many rows on stderr.
     #[arg(long)]
     pub stats: bool,
@@ -152,7 +144,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             first_seq: sess::event::line_seq,
             // A stream's frames are written as it goes, each at once: one thread. Frames
             // under 64 KiB cost more to hand over than they take to compress.
-            compress_thread: args.threads > 1 && !streaming && args.frame_size >= 64 * 1024,
+            compress_thread: args.io.threads > 1 && !streaming && args.frame_size >= 64 * 1024,
         };
         Out::frames(FrameWriter::new(sink, opts)?, interning)
     };

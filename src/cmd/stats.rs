@@ -56,15 +56,6 @@ pub struct Args {
     /// With folders: what compact would take, logs older than DAYS.
     #[arg(long, value_name = "DAYS", default_value_t = 7.0, value_parser = units::parse_days)]
     pub older_than: f64,
-
-    /// With folders: threads reading logs (default: every core).
-    #[arg(long, value_name = "N", default_value_t = all_cores(),
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub threads: u64,
-}
-
-fn all_cores() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
 
 /// `sess stats DIR...`: the whole store.
@@ -72,7 +63,7 @@ fn run_store(args: Args, g: Global) -> Result<()> {
     let roots = args.io.files.clone();
     let found = sess::store::walk(&roots);
     let opts = report::Options {
-        threads: args.threads as usize,
+        threads: args.io.threads as usize,
         top: args.top,
         older_than: Duration::from_secs_f64(args.older_than * 86_400.0),
         now: SystemTime::now(),

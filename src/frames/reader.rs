@@ -99,6 +99,8 @@ pub struct FrameReader<R: Read> {
     lost_lines: u64,
     /// Warnings are collected in [`Health::notices`], not printed.
     collect: bool,
+    /// Warnings are put in [`Health::notices`] for the caller to print as it reaches them.
+    defer: bool,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -131,6 +133,7 @@ impl<R: Read> FrameReader<R> {
             given_lines: 0,
             lost_lines: 0,
             collect: false,
+            defer: false,
         }
     }
 
@@ -154,6 +157,13 @@ impl<R: Read> FrameReader<R> {
         self
     }
 
+    /// Warnings go to [`Health::notices`], for a caller reading on another thread to print
+    /// when it reaches the lines they come with (each as `sess: warning: NOTICE`).
+    pub fn deferring(mut self) -> FrameReader<R> {
+        self.defer = true;
+        self
+    }
+
     /// The lines and bytes of the frames the index lists from `from` up to `to`: known only
     /// when both are where the index says a frame (or the index itself) starts.
     fn lost_between(&self, from: u64, to: u64) -> Option<(u64, u64)> {
@@ -174,7 +184,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     fn warn(&mut self, msg: &str) {
-        if !self.collect {
+        if !self.collect && !self.defer {
             eprintln!("sess: warning: {}: {msg}", self.name);
         }
         self.health().notices.push(format!("{}: {msg}", self.name));

@@ -2,6 +2,7 @@
 //! splitter, outputs (stdout, atomic files, streams written in place) and what a signal
 //! does to them.
 
+pub mod ahead;
 pub mod lines;
 pub mod read;
 pub mod signals;

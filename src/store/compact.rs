@@ -726,6 +726,7 @@ fn reading() -> OpenOptions {
         recovery: Recovery::Absolute,
         collect_warnings: true,
         check: LineCheck::Off,
+        read_ahead: false,
     }
 }
 

@@ -198,6 +198,8 @@ fn reading() -> OpenOptions {
         // Binary data named .jsonl is an error for the report, and a log with lines that
         // are not JSON gets its one warning, as `sess stats FILE` gives it.
         check: LineCheck::Warn,
+        // Logs are read on every core already, one a thread.
+        read_ahead: false,
     }
 }
 

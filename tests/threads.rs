@@ -1,0 +1,108 @@
+//! Reading a zstd input ahead on a thread of its own (`--threads 2`, the default on two
+//! cores) changes nothing a reader says: the same bytes out, the same warnings in the same
+//! order, the same exit status as `--threads 1`, on whole, torn, damaged and unchecked
+//! inputs, and whatever the command.
+
+mod common;
+
+use common::{sess, stdout_ok, testdata};
+
+/// A pi log with a line that is not JSON in its middle (a warning the reading thread does
+/// not give) and many lines after it.
+fn log() -> Vec<u8> {
+    let mut log = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    log.extend_from_slice(b"{\"type\":\"x\", not json\n");
+    for _ in 0..40 {
+        log.extend(std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    }
+    log
+}
+
+/// One zstd frame of `data` without the content checksum, as `zstd --no-check` writes.
+fn unchecked_frame(data: &[u8]) -> Vec<u8> {
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    c.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(false))
+        .unwrap();
+    c.compress(data).unwrap()
+}
+
+/// The inputs: packed in small frames; the same cut inside its last frame (torn); with a
+/// byte of a middle frame flipped; and frames without a checksum.
+fn inputs(dir: &std::path::Path) -> Vec<(&'static str, std::path::PathBuf)> {
+    let packed = stdout_ok(
+        sess()
+            .args(["pack", "--quiet", "--frame-size", "2K"])
+            .write_stdin(log()),
+    );
+    let (index, at) = common::index_of(&packed);
+    let last = index.entries.last().unwrap();
+    let torn = packed[..(last.offset + u64::from(last.compressed) / 2) as usize].to_vec();
+    let mut flipped = packed.clone();
+    let middle = &index.entries[index.entries.len() / 2];
+    flipped[(middle.offset + u64::from(middle.compressed) / 2) as usize] ^= 0x55;
+    assert!(at > 0);
+    let log = log();
+    let a = &log[..log.len() / 2];
+    let cut = a.len() - a.iter().rev().position(|&c| c == b'\n').unwrap();
+    let (a, b) = (&log[..cut], &log[cut..]);
+    let mut unchecked = unchecked_frame(a);
+    unchecked.extend(unchecked_frame(b));
+    let files = [
+        ("packed", packed),
+        ("torn", torn),
+        ("flipped", flipped),
+        ("unchecked", unchecked),
+    ];
+    files
+        .into_iter()
+        .map(|(name, bytes)| {
+            let path = dir.join(format!("{name}.jsonl.zst"));
+            std::fs::write(&path, bytes).unwrap();
+            (name, path)
+        })
+        .collect()
+}
+
+#[test]
+fn one_thread_or_two_read_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let commands: &[&[&str]] = &[
+        &["cat"],
+        &["cat", "--recovery", "absolute"],
+        &["cat", "--recovery", "point-in-time"],
+        &["cat", "--recovery", "skip-corrupt"],
+        &["cat", "--type", "message_end"],
+        // Stops at the bad line: the reading thread has read past it, and what it met there
+        // must not be said.
+        &["cat", "--strict"],
+        &["filter"],
+        &["unpack"],
+        &["stats"],
+        &["pack", "--plain"],
+    ];
+    let mut warned = 0;
+    for (name, path) in inputs(dir.path()) {
+        for args in commands {
+            let run = |threads: &str| {
+                sess()
+                    .args(*args)
+                    .args(["--threads", threads])
+                    .arg(&path)
+                    .output()
+                    .unwrap()
+            };
+            let (one, two) = (run("1"), run("2"));
+            let what = format!("{name}: sess {}", args.join(" "));
+            assert_eq!(one.status.code(), two.status.code(), "{what}");
+            assert!(one.stdout == two.stdout, "{what}: stdout differs");
+            assert_eq!(
+                String::from_utf8_lossy(&one.stderr),
+                String::from_utf8_lossy(&two.stderr),
+                "{what}"
+            );
+            warned += usize::from(!one.stderr.is_empty());
+        }
+    }
+    // The inputs do make the readers warn, in several ways.
+    assert!(warned > 20, "{warned}");
+}
