@@ -13,22 +13,19 @@ use proptest::prelude::*;
 use sess::json;
 use sess::snapshots::SnapshotPacker;
 
+/// What `sess COMMAND --quiet ARGS` writes for `input` on stdin.
+fn run(command: &str, input: &[u8], args: &[&str]) -> Vec<u8> {
+    let mut cmd = sess();
+    cmd.args([command, "--quiet"]).args(args);
+    stdout_ok(cmd.write_stdin(input.to_vec()))
+}
+
 fn filter(input: &[u8], args: &[&str]) -> Vec<u8> {
-    stdout_ok(
-        sess()
-            .args(["filter", "--quiet"])
-            .args(args)
-            .write_stdin(input.to_vec()),
-    )
+    run("filter", input, args)
 }
 
 fn pack(input: &[u8], args: &[&str]) -> Vec<u8> {
-    stdout_ok(
-        sess()
-            .args(["pack", "--quiet"])
-            .args(args)
-            .write_stdin(input.to_vec()),
-    )
+    run("pack", input, args)
 }
 
 /// Packed plain and in small frames, the filter writes what it writes on the log, and so
