@@ -90,8 +90,10 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
 }
 
 /// The last event of a row, rebuilt without writing the ones before it. Every op is
-/// applied and checked, so a row that [`expand`] refuses is refused here too, for the same
-/// reason.
+/// applied and checked, and the last event's type, so a row that [`expand`] refuses is
+/// refused here too, for the same reason, but for one whose ops change the type of an
+/// event before the last and back (the filter, which alone reads rows so, takes whole only
+/// rows whose ops never touch it).
 pub fn last_event(line: &[u8]) -> Result<Vec<u8>, String> {
     let row = Row::parse(line)?;
     let value = row.replay(None)?;

@@ -187,7 +187,7 @@ mod tests {
         for p in &profiles {
             assert_eq!(kind_of_row(p, ROW), None, "{:?}", p.closers);
         }
-        // Frames that are no snapshots, or only repeats, keep every event.
+        // Frames that are no snapshots keep every event of their run.
         let deltas = r#"{"name":"toy","frames":{"tick":{"successor":"done","key":"id"}}}"#;
         let deltas = Profile::from_json(deltas.as_bytes(), "test").unwrap();
         assert_eq!(kind_of_row(&deltas, ROW), None);
