@@ -359,7 +359,7 @@ pub struct Estimated {
 }
 
 impl Estimate {
-    /// An estimate for frames of `frame_size` (`sess pack` cuts [`DEFAULT_FRAME_SIZE`]).
+    /// An estimate for frames of `frame_size` (`sess pack` cuts [`crate::frames::writer::DEFAULT_FRAME_SIZE`]).
     pub fn new(frame_size: usize) -> io::Result<Estimate> {
         let mut compressor = zstd::bulk::Compressor::new(3)?;
         compressor.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;

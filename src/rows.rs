@@ -6,7 +6,7 @@
 //! {"type":"text-chunks","seq0":12,"time0":1783352170000,"data":{"turn":1,"step":1,"index":0,"dt":[0,28,1],"texts":["The"," user"," wants"," me"]}}
 //! ```
 //!
-//! The encoder ([`ChunkPacker`]) and the decoder ([`decode`]) sit side by side so that one can be
+//! The encoder ([`ChunkPacker`]) and the decoder ([`parse`]) sit side by side so that one can be
 //! read against the other. sess is byte-exact where DSH is only value-exact: an event is
 //! packed only when [`parse_member`] recognises it in exactly the bytes the decoder writes back,
 //! so `unpack(pack(x)) == x` for every input without rows. Strings are copied as raw JSON

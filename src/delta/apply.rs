@@ -75,8 +75,8 @@ enum Change {
     Truncate(u64),
 }
 
-/// Whether an object key is the one a segment names (see [`key_of`]); a key segment, the
-/// common case, is compared without making the key.
+/// Whether an object key is the one a segment names (a number on an object names the key
+/// spelled in digits); a key segment, the common case, is compared without making the key.
 pub fn names(key: &[u16], seg: &Seg) -> bool {
     match seg {
         Seg::Key(k) => key == &k[..],

@@ -292,7 +292,7 @@ impl Filter {
     }
 
     /// A packed snapshot-delta row, before it is expanded: returns whether the filter took
-    /// it whole (see [`lazy`]); if not, the caller gives [`Filter::event`] each of its
+    /// it whole (see the module `lazy`); if not, the caller gives [`Filter::event`] each of its
     /// events. Only with [`FilterOptions::lazy_rows`], and only when the filter would write
     /// none of the events but perhaps the last, which is rebuilt only then. `place` names
     /// the row.
