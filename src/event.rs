@@ -89,8 +89,25 @@ pub fn each_event_or_row<S, E: From<Error>>(
     mut row: impl FnMut(&mut S, &str, &Line<'_>) -> Result<bool, E>,
     mut f: impl FnMut(&mut S, &str, &Event<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
+    for input in inputs {
+        let src = input::open(input, opts)?;
+        if each_event_in(src, last, state, &mut row, &mut f)? == Flow::Stop {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// [`each_event_or_row`] for one input, opened (a caller may wrap its reader).
+pub fn each_event_in<S, E: From<Error>>(
+    src: input::Source,
+    last: LastLine,
+    state: &mut S,
+    row: &mut impl FnMut(&mut S, &str, &Line<'_>) -> Result<bool, E>,
+    f: &mut impl FnMut(&mut S, &str, &Event<'_>) -> Result<Flow, E>,
+) -> Result<Flow, E> {
     let mut buf = Vec::new();
-    input::each_line(inputs, opts, |name, line| {
+    input::each_line_of(src, &mut |name, line| {
         if let Some(e) = not_jsonl(name, &line) {
             return Err(e.into());
         }

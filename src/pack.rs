@@ -472,12 +472,48 @@ impl intern::Framed for Frames {
     }
 }
 
+/// Logical events read, on their way to the packing thread: their bytes end to end, and
+/// where each ends and whether it had a newline. Handed over a batch at a time, so that a
+/// fast producer costs one hand-over per batch, not per line.
+#[derive(Debug, Default)]
+pub struct Events {
+    bytes: Vec<u8>,
+    ends: Vec<(usize, bool)>,
+}
+
+impl Events {
+    /// The most bytes a batch gathers before it is handed over.
+    pub const BATCH: usize = 256 * 1024;
+
+    pub fn push(&mut self, line: &[u8], newline: bool) {
+        self.bytes.extend_from_slice(line);
+        self.ends.push((self.bytes.len(), newline));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Whether the batch is big enough to hand over.
+    pub fn is_full(&self) -> bool {
+        self.bytes.len() >= Events::BATCH
+    }
+
+    /// Each event and whether it had a newline, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], bool)> {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|&(end, _)| end));
+        starts
+            .zip(&self.ends)
+            .map(|(start, &(end, newline))| (&self.bytes[start..end], newline))
+    }
+}
+
 /// What the reading side of a stream sends.
 pub enum Msg {
     /// A new input begins (its path, when it is a file).
     Input(Option<std::path::PathBuf>),
-    /// One logical event and whether it had a newline.
-    Event(Vec<u8>, bool),
+    /// Logical events, in order.
+    Events(Events),
     /// The input ended (the reader reports how, when joined).
     Done,
     /// A signal asked to stop: finish what is pending and stop.
@@ -513,10 +549,12 @@ pub fn stream<W: Write>(
                 packer.end_input(out.writer())?;
                 packer.start_input(path.as_deref());
             }
-            Ok(Msg::Event(line, newline)) => {
-                opened.get_or_insert_with(Instant::now);
-                events += 1;
-                packer.event(&line, newline, out.writer())?;
+            Ok(Msg::Events(batch)) => {
+                for (line, newline) in batch.iter() {
+                    opened.get_or_insert_with(Instant::now);
+                    events += 1;
+                    packer.event(line, newline, out.writer())?;
+                }
             }
             Err(RecvTimeoutError::Timeout) => {
                 // An open row is written as it stands: a shorter row, or its events.

@@ -2,7 +2,7 @@
 
 use std::io::{self, IsTerminal};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -14,8 +14,9 @@ use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
 use sess::intern;
 use sess::io::Sink;
+use sess::io::read::FirstThen;
 use sess::io::signals::{self, Interrupted};
-use sess::pack::{self, Ended, Msg, Out, Packer};
+use sess::pack::{self, Ended, Events, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
@@ -193,6 +194,67 @@ fn stdin_is_file() -> bool {
     std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file())
 }
 
+/// The reading side of [`pack_stream`]: sends the events of `inputs` in batches, each as
+/// soon as it is full or the input is about to be read again (which may wait for a quiet
+/// producer), then `Done`. Returns how reading ended.
+fn read_stream(
+    inputs: &[Input],
+    opts: OpenOptions,
+    pending: &Arc<Mutex<Events>>,
+    tx: &mpsc::SyncSender<Msg>,
+) -> Result<()> {
+    let mut read = Ok(());
+    for input in inputs {
+        hand_over(pending, tx);
+        let _ = tx.send(Msg::Input(input.path().map(Path::to_path_buf)));
+        let mut src = match sess::input::open(input, opts) {
+            Ok(src) => src,
+            Err(e) => {
+                read = Err(e.into());
+                break;
+            }
+        };
+        let (before, to) = (Arc::clone(pending), tx.clone());
+        let first = Box::new(move || {
+            hand_over(&before, &to);
+        });
+        src.reader = Box::new(FirstThen::new(src.reader, first));
+        let events = sess::event::each_event_in(
+            src,
+            LastLine::Verbatim,
+            &mut (),
+            &mut |_, _, _| Ok::<_, anyhow::Error>(false),
+            &mut |_, _, ev| {
+                let full = {
+                    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+                    p.push(ev.bytes, ev.newline);
+                    p.is_full()
+                };
+                Ok(match !full || hand_over(pending, tx) {
+                    true => Flow::More,
+                    false => Flow::Stop,
+                })
+            },
+        );
+        if let Err(e) = events {
+            read = Err(e);
+            break;
+        }
+    }
+    hand_over(pending, tx);
+    let _ = tx.send(Msg::Done);
+    read
+}
+
+/// Hands over the events gathered, if any; false when the packing side is gone (it failed,
+/// and reports why). The batch is sent while it is held, so that batches (from the reading
+/// thread, or from a signal's handler) arrive in the order their events were read.
+fn hand_over(pending: &Mutex<Events>, tx: &mpsc::SyncSender<Msg>) -> bool {
+    let mut gathered = pending.lock().unwrap_or_else(|e| e.into_inner());
+    let batch = std::mem::take(&mut *gathered);
+    batch.is_empty() || tx.send(Msg::Events(batch)).is_ok()
+}
+
 /// Packs stdin as it arrives. The input is read on a thread of its own, so that a window
 /// can expire while the input is quiet. When the input fails (a bad row), or a signal
 /// comes, everything read before is still written out, with the index, and the output
@@ -204,37 +266,17 @@ fn pack_stream(
     packer: &mut Packer,
     mut out: Out<Sink>,
 ) -> Result<((u64, u64), u64)> {
-    let (tx, rx) = mpsc::sync_channel::<Msg>(4096);
-    let on_signal = tx.clone();
+    // Batches of up to 256 KiB: a few in flight bound the memory.
+    let (tx, rx) = mpsc::sync_channel::<Msg>(8);
+    let pending = Arc::new(Mutex::new(Events::default()));
+    let (on_signal, gathered) = (tx.clone(), Arc::clone(&pending));
     signals::on_interrupt(move |sig| {
+        // The lines read before the signal go first, whatever batch they were in.
+        hand_over(&gathered, &on_signal);
         let _ = on_signal.send(Msg::Interrupt(sig));
     });
     let inputs = inputs.to_vec();
-    let reader = std::thread::spawn(move || {
-        let mut read = Ok(());
-        for input in &inputs {
-            let _ = tx.send(Msg::Input(input.path().map(Path::to_path_buf)));
-            read = super::each_event(
-                std::slice::from_ref(input),
-                opts,
-                LastLine::Verbatim,
-                |_, ev| {
-                    let line = Msg::Event(ev.bytes.to_vec(), ev.newline);
-                    // A closed channel means the writer failed; it reports why.
-                    Ok(if tx.send(line).is_ok() {
-                        Flow::More
-                    } else {
-                        Flow::Stop
-                    })
-                },
-            );
-            if read.is_err() {
-                break;
-            }
-        }
-        let _ = tx.send(Msg::Done);
-        read
-    });
+    let reader = std::thread::spawn(move || read_stream(&inputs, opts, &pending, &tx));
     let window = Duration::from_millis(args.window);
     let (events, ended) = pack::stream(&rx, window, packer, &mut out)?;
     // What is written out is finished, and counted.

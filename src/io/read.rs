@@ -23,3 +23,24 @@ pub fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usiz
     }
     Ok(got)
 }
+
+/// A reader that calls `first` before each read of `inner`, a read that may wait for the
+/// writer at the other end of a pipe: `sess pack` hands over what it has gathered then,
+/// so that a quiet producer's lines are not held back.
+pub struct FirstThen<R> {
+    inner: R,
+    first: Box<dyn FnMut() + Send>,
+}
+
+impl<R: Read> FirstThen<R> {
+    pub fn new(inner: R, first: Box<dyn FnMut() + Send>) -> FirstThen<R> {
+        FirstThen { inner, first }
+    }
+}
+
+impl<R: Read> Read for FirstThen<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (self.first)();
+        self.inner.read(buf)
+    }
+}
