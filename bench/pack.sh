@@ -13,6 +13,8 @@ cat "$LOG" >/dev/null
 
 measure "sess pack --plain" "$BYTES" "$SESS" pack --quiet --plain "$LOG"
 cp "$LAST_OUTPUT" "$OUT/dsh-$SIZE.packed.jsonl"
+# The same from a pipe, as an agent's output arrives (the streaming path).
+measure "sess pack --plain, from a pipe" "$BYTES" bash -c 'cat "$1" | "$0" pack --quiet --plain' "$SESS" "$LOG"
 PACKED=$OUT/dsh-$SIZE.packed.jsonl
 PBYTES=$(stat -c %s "$PACKED")
 measure "sess unpack (rate of logical bytes)" "$BYTES" "$SESS" unpack --quiet "$PACKED"
