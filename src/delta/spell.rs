@@ -53,8 +53,8 @@ impl Spelled {
         &self.text
     }
 
-    /// Applies `op` to `value`, which this text spells, and brings the text along. On an
-    /// error the text is left as it was, though `value` may have changed (see [`apply`]).
+    /// Applies `op` to `value`, which this text spells, and brings the text along. An op
+    /// that fails changes neither (the tests check both after every failed op).
     pub fn apply(&mut self, value: &mut Option<Value>, op: Op) -> Result<(), OpError> {
         let change = self.change(&op);
         apply(value, op)?;
@@ -95,9 +95,9 @@ impl Spelled {
                 *r = moved(r.start)..moved(r.end);
             } else if r.start <= start && end <= r.end {
                 r.end = moved(r.end);
-            } else if r.end <= start {
             } else {
-                return false;
+                // One before it stays as it was; one inside it is gone.
+                return r.end <= start;
             }
             true
         });
