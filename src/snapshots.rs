@@ -44,7 +44,7 @@ pub fn is_row(line: &[u8]) -> bool {
 /// The raw top-level `type` of every event a snapshot-delta row holds (its first event's),
 /// if it has one.
 pub fn member_type(row: &[u8]) -> Option<&[u8]> {
-    json::field(row, "first").and_then(|first| json::field(first, "type"))
+    first_event(row).and_then(|first| json::field(first, "type"))
 }
 
 /// Why a row could not be expanded.

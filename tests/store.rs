@@ -162,17 +162,8 @@ fn the_captured_stores_of_real_producers_are_told_apart() {
 
 /// Runs a Python program with DuckDB and returns what it prints.
 fn duckdb(program: &str) -> String {
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(program)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let mut python = assert_cmd::Command::new("python3");
+    String::from_utf8(stdout_ok(python.args(["-c", program]))).unwrap()
 }
 
 #[cfg_attr(sess_no_duckdb, ignore = "DuckDB's Python package is not installed")]

@@ -5,7 +5,6 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sess::error::Place;
 use sess::filter::{Filter, FilterOptions};
 use sess::profile::{Choice, Overrides, registry};
 use sess::snapshots;
@@ -20,7 +19,7 @@ fn filter(data: &[u8], lazy: bool) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     for (n, line) in data.split(|&b| b == b'\n').enumerate() {
         if snapshots::is_row(line) {
-            if f.row(line, Place::line("fuzz", n as u64 + 1), &mut out).ok()? {
+            if f.row(line, ("fuzz", n as u64 + 1), &mut out).ok()? {
                 continue;
             }
             let mut events = Vec::new();

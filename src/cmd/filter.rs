@@ -4,7 +4,6 @@ use anyhow::Result;
 
 use crate::cli::{ClassArg, Global, IoArgs};
 use crate::units;
-use sess::error::Place;
 use sess::event::LastLine;
 use sess::filter::{Filter, FilterOptions};
 use sess::input::Flow;
@@ -154,7 +153,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             &mut (&mut filter, &mut sink),
             |(filter, sink), name, line| {
                 Ok(snapshots::is_row(line.bytes)
-                    && filter.row(line.bytes, Place::line(name, line.number), sink)?)
+                    && filter.row(line.bytes, (name, line.number), sink)?)
             },
             |(filter, sink), _, ev| {
                 filter.event(ev.bytes, ev.newline, sink)?;

@@ -29,10 +29,10 @@ enum Use {
     Presence,
 }
 
-/// The kind of the events of `row` when the filter may take the row as its last event
-/// alone: they are snapshot frames of one kind and key, none of which opens or closes
-/// runs. `None` when the row must be expanded.
-pub fn kind_of_row(profile: &Profile, row: &[u8]) -> Option<String> {
+/// The kind of the events of `row`, and its first event, when the filter may take the row
+/// as its last event alone: they are snapshot frames of one kind and key, none of which
+/// opens or closes runs. `None` when the row must be expanded.
+pub fn kind_of_row<'r>(profile: &Profile, row: &'r [u8]) -> Option<(String, &'r [u8])> {
     let first = snapshots::first_event(row)?;
     let kind = profile.kind_of(first)?.into_owned();
     if profile.classify(Some(&kind)) != Class::Frame || !only_runs_of(profile, &kind) {
@@ -48,7 +48,7 @@ pub fn kind_of_row(profile: &Profile, row: &[u8]) -> Option<String> {
         touched = touched || path.is_none_or(|p| reads.iter().any(|(f, u)| touches(p, f, *u)));
     });
     let canonical = || Value::parse_canonical(first).is_some();
-    (plain && !touched && canonical()).then_some(kind)
+    (plain && !touched && canonical()).then_some((kind, first))
 }
 
 /// Whether a frame of `kind` does nothing but join its run: it is no opener of runs, and
@@ -161,7 +161,10 @@ mod tests {
 
     #[test]
     fn a_row_of_snapshots_of_one_run_is_taken_whole() {
-        assert_eq!(kind_of_row(&toy(""), ROW).as_deref(), Some("tick"));
+        assert_eq!(
+            kind_of_row(&toy(""), ROW).map(|(k, _)| k).as_deref(),
+            Some("tick")
+        );
         // The same ops at the key, or replacing the event, are not.
         for op in [
             r#"["s",["id"],"b"]"#,

@@ -294,24 +294,28 @@ impl Filter {
     /// A packed snapshot-delta row, before it is expanded: returns whether the filter took
     /// it whole (see the module `lazy`); if not, the caller gives [`Filter::event`] each of its
     /// events. Only with [`FilterOptions::lazy_rows`], and only when the filter would write
-    /// none of the events but perhaps the last, which is rebuilt only then. `place` names
-    /// the row.
-    pub fn row<W: Write>(&mut self, row: &[u8], place: Place, out: &mut W) -> io::Result<bool> {
+    /// none of the events but perhaps the last, which is rebuilt only then. `(file, line)`
+    /// names the row.
+    pub fn row<W: Write>(
+        &mut self,
+        row: &[u8],
+        (file, line): (&str, u64),
+        out: &mut W,
+    ) -> io::Result<bool> {
         let o = &self.opts;
         if !o.lazy_rows || o.include_live || o.only.is_some() || o.per_kind {
             return Ok(false);
         }
-        let Some(kind) = self
+        let Some((kind, first)) = self
             .profile
             .current()
             .and_then(|p| lazy::kind_of_row(p, row))
         else {
             return Ok(false);
         };
-        let first = crate::snapshots::first_event(row).expect("told by kind_of_row");
         self.end_other_runs(&kind, first, out)?;
         // The row's events all end in a newline: they are members of a line.
-        self.pend(&kind, first, (row, true, Some(place)));
+        self.pend(&kind, first, (row, true, Some(Place::line(file, line))));
         Ok(true)
     }
 
