@@ -74,7 +74,7 @@ pub struct IoArgs {
     /// frames on another; stats of folders reads that many logs at once. The output is the
     /// same bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
+          hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
 }
 
@@ -332,7 +332,9 @@ pub fn store_bar(total: u64) -> indicatif::ProgressBar {
     b
 }
 
-/// The default of `--threads` where every core can be used.
+/// The default of `--threads` where every core can be used. It depends on the machine, so
+/// help and man pages say it in words, never as a number (a page written on one machine
+/// must read the same as one generated on another: `tests/man.rs`).
 pub fn all_cores() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
@@ -340,5 +342,5 @@ pub fn all_cores() -> u64 {
 /// `--threads` of compact: two (reading and packing on one, compressing frames on
 /// the other) on a machine with two cores or more; more are not used.
 pub fn default_threads() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2) as u64)
+    all_cores().min(2)
 }

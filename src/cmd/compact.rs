@@ -73,7 +73,7 @@ pub struct Args {
 
     /// Threads: 2 (the default on two cores or more) compresses frames on a second one.
     #[arg(long, value_name = "N", default_value_t = crate::cli::default_threads(),
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
+          hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
 
     /// Also list the logs left alone because they are recent, compressed already or would
