@@ -19,7 +19,7 @@
 use std::io::{self, Write};
 
 use crate::delta::apply::apply;
-use crate::delta::diff::{Limits, diff_text};
+use crate::delta::diff::{Ends, Limits, diff_text_with};
 use crate::delta::is_base;
 use crate::delta::spell::Spelled;
 use crate::delta::wire::{Decoder, Encoder as WireEncoder};
@@ -253,6 +253,8 @@ struct SnapshotRun {
     decoder: Decoder,
     /// The last event's text, kept in step with the ops as the unpacker keeps it.
     spelled: Spelled,
+    /// Where values of that text end, as far as its diff found them.
+    ends: Ends,
 }
 
 /// Groups runs of snapshot frames into rows. Which lines are snapshot frames, and of which
@@ -302,6 +304,7 @@ impl SnapshotPacker {
             last: value,
             encoder: WireEncoder::default(),
             decoder: Decoder::default(),
+            ends: Ends::default(),
         });
         Ok(true)
     }
@@ -314,7 +317,14 @@ impl SnapshotPacker {
         if json::field(line, "type") != json::field(&run.first, "type") {
             return false;
         }
-        let Some(ops) = diff_text(run.spelled.text(), line, Limits::default()) else {
+        let mut ends = Ends::default();
+        let Some(ops) = diff_text_with(
+            run.spelled.text(),
+            line,
+            Limits::default(),
+            &run.ends,
+            &mut ends,
+        ) else {
             return false;
         };
         if is_base(&ops) {
@@ -340,6 +350,8 @@ impl SnapshotPacker {
         run.batches.extend_from_slice(&wire.to_json());
         run.count += 1;
         run.last = rebuilt;
+        // The kept text is now this line, whose ends the diff found.
+        run.ends = ends;
         true
     }
 

@@ -57,119 +57,266 @@ pub fn diff(prev: Option<&Value>, next: &Value, limits: Limits) -> Vec<Op> {
 /// `None` when what is read of it is not JSON (not all of it is read, so text that is no
 /// JSON may give ops too). The caller checks what the ops rebuild.
 pub fn diff_text(prev: &[u8], next: &[u8], limits: Limits) -> Option<Vec<Op>> {
-    let mut ops = Vec::new();
-    let both = |c: u8| prev.first() == Some(&c) && next.first() == Some(&c);
-    if both(b'{') || both(b'[') {
-        text_walk(&mut Vec::new(), prev, next, limits, &mut ops)?;
-        return Some(ops);
-    }
-    let (a, b) = (Value::parse(prev).ok()?, Value::parse(next).ok()?);
-    Some(diff(Some(&a), &b, limits))
+    diff_text_with(prev, next, limits, &Ends::default(), &mut Ends::default())
 }
 
-/// [`walk`] over text: `a` and `b` are the texts of the values at `path`.
-fn text_walk(path: &mut Path, a: &[u8], b: &[u8], limits: Limits, ops: &mut Vec<Op>) -> Option<()> {
-    if a == b {
-        return Some(());
+/// [`diff_text`], given where values of `prev` end (`known`: what the diff that had `prev`
+/// as its next text found), and noting where values of `next` end in `found`, for the diff
+/// that comes after. A run of snapshots changes in the same places from one to the next, so
+/// the values walked into are found in `known` instead of being scanned to their ends.
+pub fn diff_text_with(
+    prev: &[u8],
+    next: &[u8],
+    limits: Limits,
+    known: &Ends,
+    found: &mut Ends,
+) -> Option<Vec<Op>> {
+    found.0.clear();
+    let both = |c: u8| prev.first() == Some(&c) && next.first() == Some(&c);
+    if !(both(b'{') || both(b'[')) {
+        let (a, b) = (Value::parse(prev).ok()?, Value::parse(next).ok()?);
+        return Some(diff(Some(&a), &b, limits));
     }
-    let kind = |t: &[u8]| t.first().copied();
-    match (kind(a), kind(b)) {
-        (Some(b'{'), Some(b'{')) => {
-            let mark = ops.len();
-            if members_walk(path, a, b, limits, ops).is_some() {
-                return Some(());
+    let mut ops = Vec::new();
+    let mut t = Texts {
+        a: prev,
+        b: next,
+        known,
+        found,
+        limits,
+    };
+    let end = text_walk(&mut t, &mut Vec::new(), (0, prev.len()), 0, &mut ops)?;
+    found.0.sort_unstable();
+    (crate::json::skip_ws(next, end) == next.len()).then_some(ops)
+}
+
+/// Where values of a text end, by where they start: those of [`REMEMBERED`] bytes or more
+/// that a diff walked into or passed by.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Ends(Vec<(usize, usize)>);
+
+/// Shorter values are scanned again: that costs less than remembering them.
+const REMEMBERED: usize = 128;
+
+impl Ends {
+    fn get(&self, start: usize) -> Option<usize> {
+        let i = self.0.binary_search_by_key(&start, |&(s, _)| s).ok()?;
+        Some(self.0[i].1)
+    }
+}
+
+/// The two texts of one diff, and what is known of where their values end.
+struct Texts<'t> {
+    a: &'t [u8],
+    b: &'t [u8],
+    known: &'t Ends,
+    found: &'t mut Ends,
+    limits: Limits,
+}
+
+impl Texts<'_> {
+    /// The end of the value of `a` at `at`: remembered, or scanned. A remembered end is
+    /// used only where it closes what `at` opens (it came from a text the caller says is
+    /// this one; the caller's check of what the ops rebuild stays the proof).
+    fn a_end(&self, at: usize) -> Option<usize> {
+        let closes = |end: usize| {
+            let close = match self.a.get(at) {
+                Some(b'{') => b'}',
+                Some(b'[') => b']',
+                Some(b'"') => b'"',
+                _ => return false,
+            };
+            end > at + 1 && self.a.get(end - 1) == Some(&close)
+        };
+        match self.known.get(at) {
+            Some(end) if closes(end) => Some(end),
+            _ => crate::json::skip_value(self.a, at),
+        }
+    }
+
+    /// Notes where a value of `b` ends.
+    fn note(&mut self, start: usize, end: usize) -> usize {
+        if end - start >= REMEMBERED {
+            self.found.0.push((start, end));
+        }
+        end
+    }
+
+    /// Where the value at `vb` in `b` ends, if its text is `a[va..a_end]`.
+    fn same_at(&self, (va, a_end): (usize, usize), vb: usize) -> Option<usize> {
+        let end = vb + (a_end - va);
+        let delimited = matches!(
+            self.b.get(end),
+            None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+        );
+        (self.b.get(vb..end) == Some(&self.a[va..a_end]) && delimited).then_some(end)
+    }
+}
+
+/// [`walk`] over text: `a[va..a_end]` is the value at `path` in the previous text, and the
+/// value at `vb` in the next is walked to its end, which is returned. `None` where
+/// [`diff_text`] gives up.
+fn text_walk(
+    t: &mut Texts,
+    path: &mut Path,
+    (va, a_end): (usize, usize),
+    vb: usize,
+    ops: &mut Vec<Op>,
+) -> Option<usize> {
+    if let Some(end) = t.same_at((va, a_end), vb) {
+        return Some(t.note(vb, end));
+    }
+    let mark = ops.len();
+    match (t.a[va], t.b.get(vb)) {
+        (b'{', Some(b'{')) => {
+            if let Some(end) = members_walk(t, path, va, vb, ops) {
+                return Some(t.note(vb, end));
             }
             // Not the same keys: what was found of the members so far is not the ops.
             ops.truncate(mark);
         }
-        (Some(b'['), Some(b'[')) => {
-            let (xa, xb) = (elements_of(a)?, elements_of(b));
-            // Of the same length, `array` follows each element down, and equal ones give
-            // no op: so can this, element by element. Else the splice needs the values.
-            if let Some(xb) = xb.filter(|xb| xb.len() == xa.len()) {
-                for (i, (ea, eb)) in xa.into_iter().zip(xb).enumerate() {
-                    path.push(Seg::Index(i as u64));
-                    text_walk(path, ea, eb, limits, ops)?;
-                    path.pop();
-                }
-                return Some(());
-            }
-        }
-        (Some(b'"'), Some(b'"')) if !path.is_empty() => {
+        (b'[', Some(b'[')) => match elements_walk(t, path, va, vb, ops) {
+            Elements::Walked(end) => return Some(t.note(vb, end)),
+            Elements::Failed => return None,
+            // Of another length: the splice needs the values.
+            Elements::Reshaped => ops.truncate(mark),
+        },
+        (b'"', Some(b'"')) if !path.is_empty() => {
             // Text that only grows: the tail is what `string` would append (the old text
             // ends where a character or an escape ends, so the tail starts where one does).
-            let (ia, ib) = (&a[1..a.len() - 1], b.get(1..b.len().checked_sub(1)?)?);
-            if b.ends_with(b"\"") && ib.starts_with(ia) {
-                let tail = crate::json::decode_utf16_units(&ib[ia.len()..])?;
+            let end = crate::json::string_end(t.b, vb)?;
+            let (ia, ib) = (&t.a[va + 1..a_end - 1], &t.b[vb + 1..end - 1]);
+            if let Some(tail) = ib.strip_prefix(ia) {
+                let tail = crate::json::decode_utf16_units(tail)?;
                 ops.push(Op::Append(path.clone(), tail));
-                return Some(());
+                return Some(t.note(vb, end));
             }
         }
         _ => {}
     }
-    let (va, vb) = (Value::parse(a).ok()?, Value::parse(b).ok()?);
+    let end = crate::json::skip_value(t.b, vb)?;
+    let va = Value::parse(&t.a[va..a_end]).ok()?;
+    let vb = Value::parse(&t.b[vb..end]).ok()?;
     match path.is_empty() {
         // The root has rules of its own (a root with a reserved key is replaced whole).
-        true => ops.extend(diff(Some(&va), &vb, limits)),
-        false => walk(path, &va, &vb, limits, ops),
+        true => ops.extend(diff(Some(&va), &vb, t.limits)),
+        false => walk(path, &va, &vb, t.limits, ops),
     }
-    Some(())
+    Some(end)
 }
 
 /// [`walk`] over two objects with the same keys in the same order, none of them reserved
-/// or spelled with an escape (so that equal text is an equal key, and `prev`, as written
-/// by sess, has each key once): it follows each member down. `None` when the keys differ
-/// or `b` is not a whole object; the caller then drops the ops pushed.
+/// or spelled with an escape (so that equal text is an equal key, and `a`, as written by
+/// sess, has each key once): it follows each member down, and returns where the object in
+/// `b` ends. `None` when the keys differ or `b` is not a whole object; the caller then
+/// drops the ops pushed.
 fn members_walk(
+    t: &mut Texts,
     path: &mut Path,
-    a: &[u8],
-    b: &[u8],
-    limits: Limits,
+    va: usize,
+    vb: usize,
     ops: &mut Vec<Op>,
-) -> Option<()> {
-    use crate::json::{member_head, skip_value, skip_ws};
-    let (mut i, mut j) = (1, 1);
+) -> Option<usize> {
+    use crate::json::{member_head, skip_ws};
+    let (mut i, mut j) = (va + 1, vb + 1);
     loop {
-        let (Some((ka, va)), Some((kb, vb))) = (member_head(a, i), member_head(b, j)) else {
+        let (Some((ka, ia)), Some((kb, jb))) = (member_head(t.a, i), member_head(t.b, j)) else {
             // Both at their end, or the keys differ in number.
-            let end = |t: &[u8], at: usize| {
-                let at = skip_ws(t, at);
-                t.get(at) == Some(&b'}') && skip_ws(t, at + 1) == t.len()
-            };
-            return (end(a, i) && end(b, j)).then_some(());
+            let (i, j) = (skip_ws(t.a, i), skip_ws(t.b, j));
+            return (t.a.get(i) == Some(&b'}') && t.b.get(j) == Some(&b'}')).then_some(j + 1);
         };
         if ka != kb || ka.contains(&b'\\') || RESERVED.iter().any(|r| ka == r.as_bytes()) {
             return None;
         }
-        let a_end = skip_value(a, va)?;
-        let same = &a[va..a_end];
-        // The same text at the same place is the same value, found without reading `b`
-        // again; its end is where the next member or the object's end begins.
-        let delimited =
-            |at: usize| matches!(b.get(at), Some(b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r'));
-        let b_end = match b.get(vb..vb + same.len()) {
-            Some(t) if t == same && delimited(vb + same.len()) => vb + same.len(),
-            _ => skip_value(b, vb)?,
+        let a_end = t.a_end(ia)?;
+        let b_end = match t.same_at((ia, a_end), jb) {
+            Some(end) => t.note(jb, end),
+            None => {
+                let key = std::str::from_utf8(ka).ok()?.encode_utf16().collect();
+                path.push(Seg::Key(key));
+                let end = text_walk(t, path, (ia, a_end), jb, ops)?;
+                path.pop();
+                end
+            }
         };
-        if b[vb..b_end] != *same {
-            let key = std::str::from_utf8(ka).ok()?.encode_utf16().collect();
-            path.push(Seg::Key(key));
-            text_walk(path, same, &b[vb..b_end], limits, ops)?;
-            path.pop();
-        }
         (i, j) = (a_end, b_end);
     }
 }
 
-/// The elements of the array `text` is, or `None` when it is not one, whole.
-fn elements_of(text: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut elements = Vec::new();
-    let end = crate::json::each_element(text, 0, &mut |_, at| {
-        let end = crate::json::skip_value(text, at)?;
-        elements.push(&text[at..end]);
-        Some(end)
-    })?;
-    (crate::json::skip_ws(text, end) == text.len()).then_some(elements)
+/// What walking two arrays element by element came to.
+enum Elements {
+    /// Of the same length, each element followed down; the array in `b` ends here.
+    Walked(usize),
+    /// Of the same length, and an element's walk gave up.
+    Failed,
+    /// Of other lengths, or `b` is not a whole array.
+    Reshaped,
+}
+
+/// [`walk`] over two arrays of the same length, element by element (as `array` follows
+/// elements changed in place, and equal ones give no op).
+fn elements_walk(
+    t: &mut Texts,
+    path: &mut Path,
+    va: usize,
+    vb: usize,
+    ops: &mut Vec<Op>,
+) -> Elements {
+    use crate::json::{skip_value, skip_ws};
+    // After the opening bracket, or after an element: where the next element starts, or
+    // `None` at the array's end (`Some(None)`) or at anything else (`None`).
+    let next = |text: &[u8], at: usize, first: bool| -> Option<Option<usize>> {
+        let at = skip_ws(text, at);
+        match text.get(at)? {
+            b']' => Some(None),
+            b',' if !first => Some(Some(skip_ws(text, at + 1))),
+            _ if first => Some(Some(at)),
+            _ => None,
+        }
+    };
+    let (mut i, mut j, mut index) = (va + 1, vb + 1, 0);
+    loop {
+        let first = index == 0;
+        let (Some(ia), Some(jb)) = (next(t.a, i, first), next(t.b, j, first)) else {
+            return Elements::Reshaped;
+        };
+        let (ia, jb) = match (ia, jb) {
+            (None, None) => return Elements::Walked(skip_ws(t.b, j) + 1),
+            (Some(ia), Some(jb)) => (ia, jb),
+            _ => return Elements::Reshaped,
+        };
+        let Some(a_end) = t.a_end(ia) else {
+            return Elements::Failed;
+        };
+        let b_end = match t.same_at((ia, a_end), jb) {
+            Some(end) => Some(t.note(jb, end)),
+            None => {
+                path.push(Seg::Index(index));
+                let end = text_walk(t, path, (ia, a_end), jb, ops);
+                path.pop();
+                end
+            }
+        };
+        let Some(b_end) = b_end else {
+            // Given up on an element: that counts only if the lengths are the same.
+            let rest = |text: &[u8], mut at: usize| -> Option<u64> {
+                let mut n = 0;
+                while let Some(start) = next(text, at, false)? {
+                    at = skip_value(text, start)?;
+                    n += 1;
+                }
+                Some(n)
+            };
+            let same_length = skip_value(t.b, jb)
+                .and_then(|end| rest(t.b, end))
+                .is_some_and(|n| rest(t.a, a_end) == Some(n));
+            return match same_length {
+                true => Elements::Failed,
+                false => Elements::Reshaped,
+            };
+        };
+        (i, j, index) = (a_end, b_end, index + 1);
+    }
 }
 
 /// An object with a reserved key cannot be changed key by key (the key is not a valid
@@ -444,6 +591,88 @@ mod tests {
                 let want = diff(Some(&prev), &next, Limits::default());
                 let got = diff_text(&prev.to_json(), next_text.as_bytes(), Limits::default());
                 prop_assert_eq!(got, Some(want), "{}", next_text);
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            /// Along a run of snapshots, each diff given where the last one found values
+            /// ending finds the ops found from the values; long strings make the ends
+            /// worth remembering.
+            #[test]
+            fn ops_found_with_remembered_ends_are_the_ops_from_values(
+                first in value(),
+                steps in proptest::collection::vec(proptest::collection::vec(op(), 0..4), 1..6),
+                long in 0usize..3,
+                grow in proptest::collection::vec(any::<bool>(), 6),
+            ) {
+                let long = Value::string(&"long text \"quoted\" ".repeat(8 * long));
+                let (mut prev, grown) = match first {
+                    Value::Object(mut m) => {
+                        m.push((u("long"), Value::Array(vec![long.clone(), long])));
+                        (Value::Object(m), vec![Seg::Key(u("long")), Seg::Index(1)])
+                    }
+                    other => (Value::Array(vec![other, long]), vec![Seg::Index(1)]),
+                };
+                let mut known = Ends::default();
+                for (mut ops, grow) in steps.into_iter().zip(grow) {
+                    if grow {
+                        ops.push(Op::Append(grown.clone(), u("é\n")));
+                    }
+                    let mut next = Some(prev.clone());
+                    for op in ops {
+                        let before = next.clone();
+                        if apply(&mut next, op).is_err() {
+                            next = before;
+                        }
+                    }
+                    let next = next.unwrap();
+                    let mut found = Ends::default();
+                    let got = diff_text_with(
+                        &prev.to_json(),
+                        &next.to_json(),
+                        Limits::default(),
+                        &known,
+                        &mut found,
+                    );
+                    prop_assert_eq!(got, Some(diff(Some(&prev), &next, Limits::default())));
+                    let text = next.to_json();
+                    for &(start, end) in &found.0 {
+                        prop_assert_eq!(crate::json::skip_value(&text, start), Some(end));
+                    }
+                    (prev, known) = (next, found);
+                }
+            }
+        }
+
+        #[test]
+        fn remembered_ends_are_used_and_a_wrong_one_is_not() {
+            let text = format!(r#"{{"a":"{}","b":1}}"#, "x".repeat(200));
+            let next = format!(r#"{{"a":"{}y","b":1}}"#, "x".repeat(200));
+            let mut found = Ends::default();
+            diff_text_with(
+                text.as_bytes(),
+                next.as_bytes(),
+                Limits::default(),
+                &Ends::default(),
+                &mut found,
+            )
+            .unwrap();
+            // The string and the whole object are long enough to be remembered.
+            assert_eq!(found.0, vec![(0, next.len()), (5, 5 + 203)]);
+            // An end that does not close what opens there, or lies outside the text, is
+            // scanned for instead (a wrong one costs the walk, and may not cost a panic).
+            for wrong in [(5, 100), (5, 6), (5, 10_000), (0, 3)] {
+                let wrong = Ends(vec![wrong]);
+                let got = diff_text_with(
+                    text.as_bytes(),
+                    next.as_bytes(),
+                    Limits::default(),
+                    &wrong,
+                    &mut found,
+                );
+                assert_eq!(got, Some(vec![Op::Append(vec![Seg::Key(u("a"))], u("y"))]));
             }
         }
 
