@@ -92,15 +92,19 @@ impl Packer {
         }
     }
 
-    /// The run of a snapshot frame.
+    /// The run of a snapshot frame, or of a line the profile packs as snapshot rows.
     fn snapshot(&mut self, line: &[u8]) -> Option<Group> {
         let p = self.profile.see(line)?;
         let kind = p.kind_of(line)?;
-        let rule = p.frames.get(kind.as_ref())?;
-        if !rule.snapshot.holds(line) {
-            return None;
-        }
-        Some((kind.into_owned(), rule.key_of(line)))
+        let key = match (
+            p.frames.get(kind.as_ref()),
+            p.snapshot_rows.get(kind.as_ref()),
+        ) {
+            (Some(rule), _) if rule.snapshot.holds(line) => rule.key_of(line),
+            (_, Some(rule)) => rule.key_of(line),
+            _ => return None,
+        };
+        Some((kind.into_owned(), key))
     }
 
     /// Writes whatever run is open. Call at the end of a window.

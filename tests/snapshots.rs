@@ -72,6 +72,88 @@ fn conformance_pi_streams_round_trip() {
     }
 }
 
+/// A Claude Code transcript whose subagents `a` and `b` report their steps as
+/// `agent_progress` records, each with the agent's whole history so far; `order` names the
+/// agent of each step.
+fn claude_progress(order: &str) -> String {
+    let mut history: std::collections::HashMap<char, Vec<String>> = Default::default();
+    let mut out = String::new();
+    for (n, agent) in order.chars().enumerate() {
+        let past = history.entry(agent).or_default();
+        let message = format!(
+            r#"{{"role":"assistant","content":[{{"type":"text","text":"step {n} of {agent}: {}"}}]}}"#,
+            "checking the build again ".repeat(12)
+        );
+        out += &format!(
+            r#"{{"parentUuid":"u{prev}","isSidechain":false,"sessionId":"s","type":"progress","data":{{"message":{message},"normalizedMessages":[{}],"type":"agent_progress","prompt":"look around","agentId":"{agent}"}},"toolUseID":"t{n}","uuid":"u{n}","timestamp":"2026-01-01T00:00:{n:02}Z"}}"#,
+            past.join(","),
+            prev = n.saturating_sub(1),
+        );
+        out.push('\n');
+        past.push(message);
+    }
+    out
+}
+
+#[test]
+fn claude_code_agent_progress_of_one_agent_packs_into_rows_and_back() {
+    // Steps of one agent in a row make one row; another agent's step ends it.
+    let log = claude_progress("aaaaaaaaaaaaaaaabbbbbbbbaaaaaaaa");
+    let packed = pack_plain(log.as_bytes());
+    let text = String::from_utf8_lossy(&packed);
+    assert_eq!(
+        text.matches(r#"{"type":"snapshot-deltas","#).count(),
+        3,
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 3);
+    // Each step costs its new element and message, not the history again.
+    assert!(
+        packed.len() * 3 < log.len(),
+        "{} of {}",
+        packed.len(),
+        log.len()
+    );
+    assert!(unpack(&packed) == log.as_bytes());
+    // Readers see the logical log: filter projects each step as from the plain log.
+    let filtered = stdout_ok(sess().arg("filter").write_stdin(log.clone()));
+    sess()
+        .arg("filter")
+        .write_stdin(packed.clone())
+        .assert()
+        .success()
+        .stdout(filtered);
+    sess()
+        .args(["cat", "--type", "progress"])
+        .write_stdin(packed)
+        .assert()
+        .success()
+        .stdout(log);
+}
+
+#[test]
+#[cfg_attr(sess_no_conformance, ignore = "../shared/conformance is absent")]
+fn conformance_claude_code_agent_progress_packs_into_rows_and_back() {
+    let mut rows = 0;
+    let dir = conformance("claude-code");
+    let spotter = dir.join("spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents");
+    let files = ["agtrace", "spotter"]
+        .iter()
+        .map(|d| dir.join(d))
+        .chain([spotter])
+        .flat_map(|d| files_in(&d, ".jsonl"));
+    for f in files {
+        let original = std::fs::read(&f).unwrap();
+        let packed = pack_plain(&original);
+        assert!(unpack(&packed) == original, "{}", f.display());
+        rows += String::from_utf8_lossy(&packed)
+            .matches(r#"{"type":"snapshot-deltas","first":{"parentUuid""#)
+            .count();
+    }
+    // The fixtures' subagents report several steps in a row.
+    assert!(rows > 0);
+}
+
 #[test]
 fn a_damaged_snapshot_row_is_an_error_naming_its_line() {
     let packed = pack_plain(&std::fs::read(testdata("pi-old.jsonl")).unwrap());

@@ -274,7 +274,7 @@ fn elements_walk(
             _ => None,
         }
     };
-    let (mut i, mut j, mut index) = (va + 1, vb + 1, 0);
+    let (mut i, mut j, mut index, mark) = (va + 1, vb + 1, 0, ops.len());
     loop {
         let first = index == 0;
         let (Some(ia), Some(jb)) = (next(t.a, i, first), next(t.b, j, first)) else {
@@ -283,6 +283,17 @@ fn elements_walk(
         let (ia, jb) = match (ia, jb) {
             (None, None) => return Elements::Walked(skip_ws(t.b, j) + 1),
             (Some(ia), Some(jb)) => (ia, jb),
+            // Every element the same, and more after them (a history that grows): the
+            // splice `array` finds, from the new elements alone.
+            (None, Some(jb)) if ops.len() == mark => {
+                return match appended(t.b, jb) {
+                    Some((items, end)) => {
+                        ops.push(Op::Splice(path.clone(), index, 0, items));
+                        Elements::Walked(end)
+                    }
+                    None => Elements::Reshaped,
+                };
+            }
             _ => return Elements::Reshaped,
         };
         let Some(a_end) = t.a_end(ia) else {
@@ -316,6 +327,22 @@ fn elements_walk(
             };
         };
         (i, j, index) = (a_end, b_end, index + 1);
+    }
+}
+
+/// The elements of an array in `b` from the one at `at` on, and where the array ends.
+fn appended(b: &[u8], mut at: usize) -> Option<(Vec<Value>, usize)> {
+    use crate::json::{skip_value, skip_ws};
+    let mut items = Vec::new();
+    loop {
+        let end = skip_value(b, at)?;
+        items.push(Value::parse(&b[at..end]).ok()?);
+        let after = skip_ws(b, end);
+        match b.get(after)? {
+            b',' => at = skip_ws(b, after + 1),
+            b']' => return Some((items, after + 1)),
+            _ => return None,
+        }
     }
 }
 
@@ -553,7 +580,14 @@ mod tests {
                     .prop_map(|(p, s)| Op::Append(p, u(s))),
                 (path.clone(), leaf()).prop_map(|(p, v)| Op::Set(p, v)),
                 path.clone().prop_map(Op::Delete),
-                (path, leaf()).prop_map(|(p, v)| Op::Splice(p, 0, 1, vec![v])),
+                (path.clone(), leaf()).prop_map(|(p, v)| Op::Splice(p, 0, 1, vec![v])),
+                // Elements added: at the end of arrays of one or two (a growing history).
+                (path, leaf(), 1u64..3).prop_map(|(p, v, at)| Op::Splice(
+                    p,
+                    at,
+                    0,
+                    vec![v.clone(), v]
+                )),
             ]
         }
 

@@ -28,7 +28,7 @@ pub struct Spelled {
 }
 
 /// How many places [`Spelled`] remembers.
-const REMEMBERED: usize = 8;
+const REMEMBERED: usize = 32;
 
 /// What an op changes in the text, found before it is applied.
 enum Change {
@@ -56,7 +56,7 @@ impl Spelled {
     /// Applies `op` to `value`, which this text spells, and brings the text along. An op
     /// that fails changes neither (the tests check both after every failed op).
     pub fn apply(&mut self, value: &mut Option<Value>, op: Op) -> Result<(), OpError> {
-        let change = self.change(&op);
+        let change = self.change(&op, value.as_ref());
         apply(value, op)?;
         match change {
             Change::Put(range) => self.put(range),
@@ -82,8 +82,8 @@ impl Spelled {
     }
 
     /// Puts `piece` in place of `range`, and moves the places remembered along: one after
-    /// it shifts, one around it stretches, the value replaced takes the piece's range, and
-    /// one inside it is forgotten.
+    /// it shifts, one before it stays, one around it stretches, the value replaced takes
+    /// the piece's range, and one inside it is forgotten.
     fn put(&mut self, range: Range<usize>) {
         let (start, end, len) = (range.start, range.end, self.piece.len());
         self.text.splice(range, self.piece.iter().copied());
@@ -93,33 +93,70 @@ impl Spelled {
                 *r = start..start + len;
             } else if end <= r.start {
                 *r = moved(r.start)..moved(r.end);
+            } else if r.end <= start {
+                // Before it, even when it ends where text is inserted (an array's last
+                // element, with elements added after it).
             } else if r.start <= start && end <= r.end {
                 r.end = moved(r.end);
             } else {
-                // One before it stays as it was; one inside it is gone.
-                return r.end <= start;
+                // One inside it is gone.
+                return false;
             }
             true
         });
     }
 
-    /// The range of the value at `path`, remembered or found.
+    /// The range of the value at `path`, remembered or found. It is found from the
+    /// longest path before it that is remembered, and the paths before it that are walked
+    /// through are remembered too: a value named next to a huge one (Claude Code's `uuid`
+    /// after `data`) is then found without walking the huge one again.
     fn find(&mut self, path: &[Seg]) -> Option<Range<usize>> {
-        if let Some((_, r)) = self.found.iter().find(|(p, _)| p[..] == *path) {
-            return Some(r.clone());
+        let mut range = 0..self.text.len();
+        let mut depth = 0;
+        for d in (0..=path.len()).rev() {
+            if let Some(k) = self.found.iter().position(|(p, _)| p[..] == path[..d]) {
+                // Most recently used last: the least recently used is forgotten first.
+                let place = self.found.remove(k);
+                range = place.1.clone();
+                self.found.push(place);
+                depth = d;
+                break;
+            }
         }
-        let r = locate(&self.text, path)?;
-        if self.found.len() == REMEMBERED {
-            self.found.remove(0);
+        for d in depth..path.len() {
+            range = locate(&self.text, range.start, &path[d], &self.found)?;
+            if self.found.len() == REMEMBERED {
+                self.found.remove(0);
+            }
+            self.found.push((path[..=d].to_vec(), range.clone()));
         }
-        self.found.push((path.to_vec(), r.clone()));
-        Some(r)
+        Some(range)
     }
 
     /// Where `op` changes the text, told before it is applied.
-    fn change(&mut self, op: &Op) -> Change {
+    fn change(&mut self, op: &Op, value: Option<&Value>) -> Change {
         self.piece.clear();
         match op {
+            // Elements added at the end (a history that grows): written before the bracket.
+            Op::Splice(path, at, 0, items)
+                if value
+                    .and_then(|v| get(v, path))
+                    .is_some_and(|v| matches!(v, Value::Array(x) if x.len() as u64 == *at)) =>
+            {
+                match self.find(path) {
+                    Some(r) if self.text[r.start] == b'[' => {
+                        for (k, item) in items.iter().enumerate() {
+                            if k > 0 || *at > 0 {
+                                self.piece.push(b',');
+                            }
+                            item.write_json(&mut self.piece);
+                        }
+                        Change::Put(r.end - 1..r.end - 1)
+                    }
+                    Some(r) => Change::Rewrite(r, path.clone()),
+                    None => Change::Whole,
+                }
+            }
             Op::Append(path, s) => match self.find(path) {
                 // A low surrogate first could pair with a high one the string ends in, which
                 // is then no longer written as an escape.
@@ -179,38 +216,47 @@ fn get<'v>(mut v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
     Some(v)
 }
 
-/// The range of the value at `path` in `text`, a value as [`Value::write_json`] writes it
-/// (no whitespace, each key once, spelled as the writer spells it), walked as [`get`]
-/// walks the value.
-fn locate(text: &[u8], path: &[Seg]) -> Option<Range<usize>> {
-    let mut range = 0..text.len();
-    let mut key = Vec::new();
-    for seg in path {
-        let start = range.start;
-        range = match (text.get(start)?, seg) {
-            (b'{', _) => {
-                key.clear();
-                match seg {
-                    Seg::Key(k) => write_string(k, &mut key),
-                    Seg::Index(i) => key.extend_from_slice(format!("\"{i}\"").as_bytes()),
-                }
-                member(text, start, &key)?
+/// The range of the value `seg` names in the container at `text[start]`, a value as
+/// [`Value::write_json`] writes it (no whitespace, each key once, spelled as the writer
+/// spells it), walked as [`get`] walks the value. A value passed by whose place is in
+/// `found` is not walked.
+fn locate(
+    text: &[u8],
+    start: usize,
+    seg: &Seg,
+    found: &[(Path, Range<usize>)],
+) -> Option<Range<usize>> {
+    let skip = |at: usize| match found.iter().find(|(_, r)| r.start == at) {
+        Some((_, r)) => Some(r.end),
+        None => json::skip_value(text, at),
+    };
+    match (text.get(start)?, seg) {
+        (b'{', _) => {
+            let mut key = Vec::new();
+            match seg {
+                Seg::Key(k) => write_string(k, &mut key),
+                Seg::Index(i) => key.extend_from_slice(format!("\"{i}\"").as_bytes()),
             }
-            (b'[', Seg::Index(i)) => element(text, start, usize::try_from(*i).ok()?)?,
-            _ => return None,
-        };
+            member(text, start, &key, skip)
+        }
+        (b'[', Seg::Index(i)) => element(text, start, usize::try_from(*i).ok()?, skip),
+        _ => None,
     }
-    Some(range)
 }
 
 /// The range of the value of the member whose key is spelled `key` (quotes included) in
 /// the object at `text[start]`.
-fn member(text: &[u8], start: usize, key: &[u8]) -> Option<Range<usize>> {
+fn member(
+    text: &[u8],
+    start: usize,
+    key: &[u8],
+    skip: impl Fn(usize) -> Option<usize>,
+) -> Option<Range<usize>> {
     let mut i = start + 1;
     while text.get(i) == Some(&b'"') {
         let key_end = json::string_end(text, i)?;
         let value_start = key_end + 1;
-        let value_end = json::skip_value(text, value_start)?;
+        let value_end = skip(value_start)?;
         if &text[i..key_end] == key {
             return Some(value_start..value_end);
         }
@@ -220,13 +266,18 @@ fn member(text: &[u8], start: usize, key: &[u8]) -> Option<Range<usize>> {
 }
 
 /// The range of element `n` of the array at `text[start]`.
-fn element(text: &[u8], start: usize, n: usize) -> Option<Range<usize>> {
+fn element(
+    text: &[u8],
+    start: usize,
+    n: usize,
+    skip: impl Fn(usize) -> Option<usize>,
+) -> Option<Range<usize>> {
     let mut i = start + 1;
     for k in 0.. {
         if matches!(text.get(i), None | Some(b']')) {
             return None;
         }
-        let end = json::skip_value(text, i)?;
+        let end = skip(i)?;
         if k == n {
             return Some(i..end);
         }

@@ -137,6 +137,24 @@ impl FrameRule {
     }
 }
 
+/// Which lines of a kind in `snapshot_rows` make one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowRule {
+    /// A field (a dotted path): lines of the kind with the same value make one run.
+    /// Without one, consecutive lines of the kind do.
+    pub key: Option<String>,
+}
+
+impl RowRule {
+    /// The run a line belongs to: the raw value of the key field (empty when absent).
+    pub fn key_of(&self, line: &[u8]) -> Option<Vec<u8>> {
+        self.key
+            .as_deref()
+            .map(|f| json::path(line, f).unwrap_or_default().to_vec())
+    }
+}
+
 /// How a boundary is projected: members replaced, counted or dropped; every other member
 /// copied as it was spelled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -338,6 +356,10 @@ pub struct Profile {
     pub variants: Vec<Variant>,
     pub kind: KindRule,
     pub frames: BTreeMap<String, FrameRule>,
+    /// Kinds that are no frames but repeat a growing value (a subagent's history on every
+    /// step): `sess pack` writes a run of them as a snapshot-delta row, as it does for
+    /// snapshot frames. Their class is unchanged.
+    pub snapshot_rows: BTreeMap<String, RowRule>,
     pub mirrors: BTreeSet<String>,
     pub boundaries: BTreeMap<String, Projection>,
     /// Lines that end every open run without a successor.
@@ -368,6 +390,8 @@ struct ProfileFile {
     kind: Option<KindRule>,
     #[serde(default)]
     frames: BTreeMap<String, FrameRule>,
+    #[serde(default)]
+    snapshot_rows: BTreeMap<String, RowRule>,
     #[serde(default)]
     mirrors: Vec<String>,
     #[serde(default)]
@@ -416,6 +440,7 @@ impl Profile {
             variants: Vec::new(),
             kind: KindRule::default(),
             frames: BTreeMap::new(),
+            snapshot_rows: BTreeMap::new(),
             mirrors: BTreeSet::new(),
             boundaries: BTreeMap::new(),
             closers: Vec::new(),
@@ -482,6 +507,7 @@ impl Profile {
         for t in &file.mirrors {
             p.add_mirror(t);
         }
+        p.snapshot_rows.extend(file.snapshot_rows);
         match file.boundaries {
             Boundaries::None => {}
             Boundaries::Projected(m) => {
