@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::filter::{Filter, FilterOptions};
 use crate::io::Line;
-use crate::pack::{Estimate, Estimated, Packer};
+use crate::pack::{Estimate, Estimated, Events, Packer};
 use crate::profile::detect::{Detected, Detector};
 use crate::profile::{Choice, Chooser, Overrides, registry};
 
@@ -61,9 +61,7 @@ pub struct Stats {
     kinds: Chooser,
     /// Logical events (packed rows expanded) and their bytes.
     events: Tally,
-    packer: Packer,
-    /// What the packer writes, on its way to an estimate of the frames.
-    packed: Estimate,
+    pack: PackSide,
     filter: Filter,
     filtered: ByteCount,
     /// The first value found at one of the profile's version paths.
@@ -174,8 +172,6 @@ impl Stats {
         let mut filter =
             Filter::new(Choice::Auto, Overrides::default(), opts).expect("no overrides to fail");
         filter.start_input(path);
-        let mut packer = Packer::default();
-        packer.start_input(path);
         let mut kinds = Chooser::new(Choice::Auto, Overrides::default()).expect("no overrides");
         kinds.start_input(path);
         Stats {
@@ -186,9 +182,7 @@ impl Stats {
             detector: Detector::new(registry::all(), path),
             kinds,
             events: Tally::default(),
-            packer,
-            packed: Estimate::new(crate::frames::writer::DEFAULT_FRAME_SIZE)
-                .expect("a zstd compressor at level 3"),
+            pack: PackSide::Here(Box::new(Simulation::new(path))),
             filter,
             filtered: ByteCount::default(),
             version: None,
@@ -202,9 +196,32 @@ impl Stats {
         }
         self.events
             .add(ev.bytes.len() as u64 + u64::from(ev.newline));
+        self.pack.event(ev.bytes, ev.newline);
         // Writing to a counter cannot fail.
-        let _ = self.packer.event(ev.bytes, ev.newline, &mut self.packed);
         let _ = self.filter.event(ev.bytes, ev.newline, &mut self.filtered);
+    }
+
+    /// Runs what `sess pack` would write on a thread of its own: the tallies and the
+    /// filter cost a fifth of what it does, so two cores read about twice as fast.
+    pub fn pack_on_a_thread(mut self) -> Stats {
+        if let PackSide::Here(sim) = self.pack {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Events>(4);
+            let handle = std::thread::spawn(move || {
+                let mut sim = *sim;
+                for batch in rx {
+                    for (line, newline) in batch.iter() {
+                        sim.event(line, newline);
+                    }
+                }
+                sim
+            });
+            self.pack = PackSide::Thread {
+                batch: Events::default(),
+                tx,
+                handle,
+            };
+        }
+        self
     }
 
     /// Counts one physical line.
@@ -252,11 +269,9 @@ impl Stats {
     }
 
     pub fn report(mut self) -> FileReport {
-        let _ = self.packer.end_input(&mut self.packed);
         let _ = self.filter.end_input(&mut self.filtered);
         let detected = self.detected();
-        // Counters and a compressor in memory (and the interner's temporary file).
-        let estimated = self.packed.finish().unwrap_or_default();
+        let estimated = self.pack.finish();
         let profile = detected
             .profile
             .clone()
@@ -305,6 +320,77 @@ impl Stats {
                 .to_string(),
             filtered_bytes: self.filtered.0,
             types,
+        }
+    }
+}
+
+/// What `sess pack` would write, found by packing as the log is read.
+struct Simulation {
+    packer: Packer,
+    /// What the packer writes, on its way to an estimate of the frames.
+    packed: Estimate,
+}
+
+impl Simulation {
+    fn new(path: Option<&Path>) -> Simulation {
+        let mut packer = Packer::default();
+        packer.start_input(path);
+        Simulation {
+            packer,
+            packed: Estimate::new(crate::frames::writer::DEFAULT_FRAME_SIZE)
+                .expect("a zstd compressor at level 3"),
+        }
+    }
+
+    fn event(&mut self, bytes: &[u8], newline: bool) {
+        // Writing to counters cannot fail.
+        let _ = self.packer.event(bytes, newline, &mut self.packed);
+    }
+
+    fn finish(mut self) -> Estimated {
+        let _ = self.packer.end_input(&mut self.packed);
+        // Counters and a compressor in memory (and the interner's temporary file).
+        self.packed.finish().unwrap_or_default()
+    }
+}
+
+/// Where the simulation runs: here, or on its own thread, fed batches of events.
+enum PackSide {
+    Here(Box<Simulation>),
+    Thread {
+        batch: Events,
+        tx: std::sync::mpsc::SyncSender<Events>,
+        handle: std::thread::JoinHandle<Simulation>,
+    },
+}
+
+impl PackSide {
+    fn event(&mut self, bytes: &[u8], newline: bool) {
+        match self {
+            PackSide::Here(sim) => sim.event(bytes, newline),
+            PackSide::Thread { batch, tx, .. } => {
+                batch.push(bytes, newline);
+                if batch.is_full() {
+                    // A thread that has stopped has panicked; joining it says so.
+                    let _ = tx.send(std::mem::take(batch));
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Estimated {
+        match self {
+            PackSide::Here(sim) => sim.finish(),
+            PackSide::Thread { batch, tx, handle } => {
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
+                drop(tx);
+                match handle.join() {
+                    Ok(sim) => sim.finish(),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
         }
     }
 }

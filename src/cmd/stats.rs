@@ -111,6 +111,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut files = Vec::new();
     for input in &inputs {
         let mut stats = Stats::new(&input.name(), input.path());
+        if args.io.threads > 1 {
+            stats = stats.pack_on_a_thread();
+        }
         // Verbatim: stats counts a torn last line as what it is rather than dropping it.
         super::each_event(
             std::slice::from_ref(input),
