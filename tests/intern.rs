@@ -84,6 +84,73 @@ fn interned_logs_read_back_whole_and_by_seeking() {
     sess().arg("verify").arg(&packed).assert().success();
 }
 
+/// A log of 600 lines that all repeat one blob (a subagent's prompt), each with text of
+/// its own.
+fn blob_log() -> Vec<u8> {
+    let blob = "p".repeat(1500);
+    (0..600)
+        .map(|k| {
+            format!(
+                "{{\"seq\":{k},\"prompt\":\"{blob}\",\"text\":\"{}\"}}\n",
+                k * 7919
+            )
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn a_tail_reads_the_frames_its_definitions_are_in_and_not_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = blob_log();
+    let packed = pack_small_frames(dir.path(), &log, 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    assert!(index.entries.len() > 40, "{} frames", index.entries.len());
+    // The first frame defines the blob; the last lines refer to a definition of it a few
+    // frames before them (a ref reaches at most 8 frames back), so the tail and a range
+    // near the end read without the first frame, which is damaged.
+    let e = index.entries[0];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    sess().arg("unpack").arg(&bad).assert().code(1);
+    let all = lines(&log);
+    for n in [1, 3, 20] {
+        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(&bad));
+        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
+    }
+    let seq = stdout_ok(sess().args(["cat", "--seq", "580..590"]).arg(&bad));
+    assert!(seq == all[580..=590].concat());
+    // What needs the damaged frame is an error, as before.
+    for args in [&["cat", "--tail", "600"][..], &["cat", "--seq", "1..3"]] {
+        sess().args(args).arg(&bad).assert().code(1);
+    }
+}
+
+#[test]
+fn a_tail_whose_definitions_chain_far_back_reads_back_as_far_as_it_needs() {
+    // Each history refers to the one before (`[0` refs), and the blob's definitions ride
+    // in the same lines: the last lines need frames far before the ones first read.
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    let packed = pack_small_frames(dir.path(), &log, 2048);
+    assert!(
+        common::index_of(&std::fs::read(&packed).unwrap())
+            .0
+            .entries
+            .len()
+            > 40
+    );
+    let all = lines(&log);
+    for n in [1, 3, 12] {
+        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(&packed));
+        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
+    }
+    let seq = stdout_ok(sess().args(["cat", "--seq", "140..145"]).arg(&packed));
+    assert!(seq == all[139..=144].concat());
+}
+
 #[test]
 fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
     let dir = tempfile::tempdir().unwrap();

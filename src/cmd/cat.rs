@@ -181,36 +181,64 @@ fn sequential(
 }
 
 /// The definitions interned lines need when frames are read out of order: those of the
-/// frames before `next`. Filled only when a frame holds an interned line, by reading the
+/// frames `from..next`. Filled only when a frame holds an interned line, by reading some
 /// frames before it ([`Defs::prime`]); a log without interned lines is never read so.
-#[derive(Default)]
 struct Defs {
     reader: intern::Reader,
+    from: usize,
     next: usize,
+    /// How many frames before the one read priming starts: a ref names a definition at
+    /// most 8 frames back, but a definition may itself be rebuilt from older ones (a
+    /// history's `[0` refs chain), so it doubles when a line needs more.
+    back: usize,
+}
+
+impl Default for Defs {
+    fn default() -> Defs {
+        Defs {
+            reader: intern::Reader::default(),
+            from: 0,
+            next: 0,
+            back: 9,
+        }
+    }
 }
 
 impl Defs {
-    /// Makes the definitions those of frames `0..k`.
+    /// Makes the definitions those of frames `k - back..k`. A line of those frames that
+    /// needs a definition from before them is passed by (a line that needs it is found
+    /// missing later, and then priming begins further back); from frame 0 on, every line
+    /// must read.
     fn prime(&mut self, file: &mut Seekable, k: usize) -> Result<()> {
-        if self.next > k {
-            self.reader.clear()?;
-            self.next = 0;
-        }
+        self.reader.clear()?;
+        self.from = k.saturating_sub(self.back);
         let name = file.name().to_string();
         let mut buf = Vec::new();
-        for j in self.next..k {
+        for j in self.from..k {
             let mut lines = file
                 .lines(j)
                 .with_context(|| format!("{name}: cannot read"))?;
-            while let Some(line) = lines
-                .next_line()
-                .with_context(|| format!("{name}: cannot read"))?
-            {
-                input::rebuild(&name, line, &mut self.reader, &mut buf)?;
+            loop {
+                let line = match lines.next_line() {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(_) if self.from > 0 => break,
+                    Err(e) => return Err(e).with_context(|| format!("{name}: cannot read")),
+                };
+                match input::rebuild(&name, line, &mut self.reader, &mut buf) {
+                    Err(_) if self.from > 0 => {}
+                    r => drop(r?),
+                }
             }
         }
         self.next = k;
         Ok(())
+    }
+
+    /// Whether priming can begin further back; it will, at the next [`Defs::prime`].
+    fn widen(&mut self) -> bool {
+        self.back = self.back.saturating_mul(2);
+        self.from > 0
     }
 }
 
@@ -251,19 +279,28 @@ fn frame_events(
             .lines(k)
             .with_context(|| format!("{name}: cannot read"))?;
         let mut n = 0;
+        let mut widen_at = None;
         while let Some(line) = lines
             .next_line()
             .with_context(|| format!("{name}: cannot read"))?
         {
             n += 1;
-            if n <= skip {
-                continue;
-            }
             if intern::is_interned(line.bytes) && defs.next != k {
                 stopped_at = Some(n - 1);
                 break;
             }
-            let line = input::rebuild(&name, line, &mut defs.reader, &mut rebuilt)?;
+            // Lines written before priming again are read again only for what they
+            // define.
+            let line = match input::rebuild(&name, line, &mut defs.reader, &mut rebuilt) {
+                Ok(_) if n <= skip => continue,
+                Ok(line) => line,
+                // Priming began after a definition this line needs.
+                Err(_) if prime && defs.widen() => {
+                    widen_at = Some(n - 1);
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
                 continue;
             };
@@ -280,11 +317,11 @@ fn frame_events(
             }
         }
         drop(lines);
-        match stopped_at {
+        match stopped_at.or(widen_at) {
             Some(_) if !prime => return Ok(FrameEnd::NeedsDefs),
             Some(at) => {
                 defs.prime(file, k)?;
-                skip = at;
+                skip = skip.max(at);
             }
             None => break,
         }
@@ -303,19 +340,23 @@ fn keep_last(kept: &mut VecDeque<Vec<u8>>, n: usize, bytes: &[u8]) {
     kept.push_back(bytes.to_vec());
 }
 
-/// The last `n` selected events, decoding frames from the end until there are enough. At
-/// the first frame whose interned lines need earlier definitions, the frames up to it are
-/// read once from the start instead (each frame read backwards would read all before it).
+/// The last `n` selected events, decoding frames from the end until there are enough. The
+/// last two frames, when their interned lines need definitions, are read after the few
+/// frames before them that hold them ([`Defs::prime`]); at a frame before those, the
+/// frames up to it are read once from the start instead (each frame read backwards would
+/// read its own frames before it).
 fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
     let mut defs = Defs::default();
-    let mut k = file.frames().len();
+    let frames = file.frames().len();
+    let mut k = frames;
     while k > 0 && kept.len() < n {
         k -= 1;
         // This frame's last n selected events, in order, go before what is kept so far.
         let mut here: VecDeque<Vec<u8>> = VecDeque::new();
         let want = n - kept.len();
-        let end = frame_events(file, k, select, &mut defs, false, &mut |b| {
+        let prime = frames - k <= 2;
+        let end = frame_events(file, k, select, &mut defs, prime, &mut |b| {
             keep_last(&mut here, want, b);
             Ok(())
         })?;
