@@ -498,9 +498,12 @@ impl Events {
         self.ends.is_empty()
     }
 
+    /// The most events a batch gathers (empty lines add no bytes, but an end each).
+    pub const EVENTS: usize = 16 * 1024;
+
     /// Whether the batch is big enough to hand over.
     pub fn is_full(&self) -> bool {
-        self.bytes.len() >= Events::BATCH
+        self.bytes.len() >= Events::BATCH || self.ends.len() >= Events::EVENTS
     }
 
     /// Each event and whether it had a newline, in order.

@@ -274,7 +274,9 @@ fn elements_walk(
             _ => None,
         }
     };
-    let (mut i, mut j, mut index, mark) = (va + 1, vb + 1, 0, ops.len());
+    // Whether every element so far has the same text in both: only then is each equal
+    // (no ops is not enough: an object whose keys moved gives none, and differs).
+    let (mut i, mut j, mut index, mut all_same) = (va + 1, vb + 1, 0, true);
     loop {
         let first = index == 0;
         let (Some(ia), Some(jb)) = (next(t.a, i, first), next(t.b, j, first)) else {
@@ -285,7 +287,7 @@ fn elements_walk(
             (Some(ia), Some(jb)) => (ia, jb),
             // Every element the same, and more after them (a history that grows): the
             // splice `array` finds, from the new elements alone.
-            (None, Some(jb)) if ops.len() == mark => {
+            (None, Some(jb)) if all_same => {
                 return match appended(t.b, jb) {
                     Some((items, end)) => {
                         ops.push(Op::Splice(path.clone(), index, 0, items));
@@ -302,6 +304,7 @@ fn elements_walk(
         let b_end = match t.same_at((ia, a_end), jb) {
             Some(end) => Some(t.note(jb, end)),
             None => {
+                all_same = false;
                 path.push(Seg::Index(index));
                 let end = text_walk(t, path, (ia, a_end), jb, ops);
                 path.pop();
@@ -708,6 +711,21 @@ mod tests {
                 );
                 assert_eq!(got, Some(vec![Op::Append(vec![Seg::Key(u("a"))], u("y"))]));
             }
+        }
+
+        #[test]
+        fn a_grown_array_whose_element_moved_its_keys_is_spliced_as_values_are() {
+            // The moved keys give no op, but the element is not equal: `array` splices it.
+            let (prev, next) = (
+                br#"{"h":[{"x":1,"y":2}]}"#,
+                br#"{"h":[{"y":2,"x":1},{"z":3}]}"#,
+            );
+            let want = diff(
+                Some(&Value::parse(prev).unwrap()),
+                &Value::parse(next).unwrap(),
+                Limits::default(),
+            );
+            assert_eq!(diff_text(prev, next, Limits::default()), Some(want));
         }
 
         #[test]
