@@ -10,7 +10,7 @@ use crate::error::{Error, Place};
 use crate::input::{self, Flow, Input, OpenOptions};
 use crate::io::{Ending, Line};
 use crate::json;
-use crate::profile::registry;
+use crate::profile::{Profile, Sub, registry};
 use crate::rows;
 use crate::snapshots::{self, ExpandError};
 
@@ -290,6 +290,75 @@ pub fn raw_kind_is_one_of(raw: &[u8], types: &[String]) -> bool {
         return types.iter().any(|t| t.as_bytes() == inner);
     }
     json::str_value(raw).is_some_and(|t| types.iter().any(|x| *x == t))
+}
+
+/// The kinds a reader selects (`cat --type`): each the top-level `type` as written, or a
+/// kind as the profiles read it, `TOP:SUB` (the sub-kind at the path a profile names for
+/// `TOP`: Claude Code's `progress:agent_progress`, Codex's `event_msg:token_count`), as
+/// `sess stats` lists kinds. No detection is needed: any profile that reads `TOP:SUB` so
+/// is asked.
+#[derive(Debug, Clone, Default)]
+pub struct KindSelection {
+    names: Vec<String>,
+    /// `(TOP, path, SUB)`: a line of top-level type TOP whose value at path is SUB.
+    subs: Vec<(String, String, String)>,
+}
+
+impl KindSelection {
+    pub fn new(kinds: &[String], profiles: &[Profile]) -> KindSelection {
+        let mut subs = Vec::new();
+        for kind in kinds {
+            let Some((top, sub)) = kind.split_once(':') else {
+                continue;
+            };
+            for p in profiles.iter().filter(|p| p.kind.field == "type") {
+                let path = match &p.kind.sub {
+                    Sub::None => continue,
+                    Sub::All(path) => path,
+                    Sub::Per(m) => match m.get(top) {
+                        Some(path) => path,
+                        None => continue,
+                    },
+                };
+                let rule = (top.to_string(), path.clone(), sub.to_string());
+                if !subs.contains(&rule) {
+                    subs.push(rule);
+                }
+            }
+        }
+        KindSelection {
+            names: kinds.to_vec(),
+            subs,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Whether the line's kind is one of those selected.
+    pub fn holds(&self, line: &[u8]) -> bool {
+        let Some(raw) = json::field(line, "type") else {
+            return false;
+        };
+        raw_kind_is_one_of(raw, &self.names)
+            || self.subs.iter().any(|(top, path, sub)| {
+                json::str_value(raw).is_some_and(|t| t == top.as_str())
+                    && json::path(line, path)
+                        .and_then(json::str_value)
+                        .is_some_and(|s| s == sub.as_str())
+            })
+    }
+
+    /// Whether a line whose top-level `type` is `raw` may be of a kind selected: a packed
+    /// row of other types is passed by unexpanded.
+    pub fn may_hold(&self, raw: &[u8]) -> bool {
+        raw_kind_is_one_of(raw, &self.names)
+            || self
+                .subs
+                .iter()
+                .any(|(top, ..)| json::str_value(raw).is_some_and(|t| t == top.as_str()))
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ mod common;
 use std::io::{Read, Write};
 use std::process::{Command as StdCommand, Stdio};
 
-use common::{FIXTURES, conformance, files_in, sess, testdata, zstd};
+use common::{FIXTURES, conformance, files_in, sess, stdout_ok, testdata, zstd};
 use predicates::prelude::*;
 
 #[test]
@@ -68,6 +68,47 @@ fn cat_concatenates_several_inputs() {
         .output()
         .unwrap();
     assert_eq!(out.stdout, [a, b].concat());
+}
+
+#[test]
+fn cat_selects_by_a_kind_as_the_profiles_read_it() {
+    // Kinds as `sess stats` lists them: a top-level type refined by the field a profile
+    // names for it (Codex's payload.type, Claude Code's data.type), and a type that is
+    // spelled with a colon itself.
+    let log = concat!(
+        r#"{"type":"event_msg","payload":{"type":"token_count","n":1}}"#,
+        "\n",
+        r#"{"type":"event_msg","payload":{"type":"agent_message"}}"#,
+        "\n",
+        r#"{"type":"progress","data":{"type":"agent_progress","agentId":"a"}}"#,
+        "\n",
+        r#"{"type":"progress","data":{"type":"bash_progress"}}"#,
+        "\n",
+        r#"{"type":"odd:kind"}"#,
+        "\n",
+        r#"{"type":"response_item","payload":{"type":"token_count"}}"#,
+        "\n",
+    );
+    let lines: Vec<&str> = log.lines().collect();
+    for (kinds, want) in [
+        (&["event_msg:token_count"][..], vec![0]),
+        (
+            &["progress:agent_progress", "event_msg:agent_message"],
+            vec![1, 2],
+        ),
+        (&["odd:kind"], vec![4]),
+        (&["progress"], vec![2, 3]),
+        (&["progress:nothing"], vec![]),
+    ] {
+        let mut cmd = sess();
+        cmd.arg("cat");
+        for k in kinds {
+            cmd.args(["--type", k]);
+        }
+        let got = stdout_ok(cmd.write_stdin(log));
+        let want: String = want.iter().map(|&i| format!("{}\n", lines[i])).collect();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{kinds:?}");
+    }
 }
 
 #[test]

@@ -123,12 +123,14 @@ fn claude_code_agent_progress_of_one_agent_packs_into_rows_and_back() {
         .assert()
         .success()
         .stdout(filtered);
-    sess()
-        .args(["cat", "--type", "progress"])
-        .write_stdin(packed)
-        .assert()
-        .success()
-        .stdout(log);
+    for kind in ["progress", "progress:agent_progress"] {
+        sess()
+            .args(["cat", "--type", kind])
+            .write_stdin(packed.clone())
+            .assert()
+            .success()
+            .stdout(log.clone());
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{Global, IoArgs};
 use crate::range::Range;
-use sess::event::{self, Event, LastLine};
+use sess::event::{self, Event, KindSelection, LastLine};
 use sess::frames::Recovery;
 use sess::frames::seek::Seekable;
 use sess::input::{self, Flow, Input};
@@ -40,7 +40,9 @@ pub struct Args {
     #[command(flatten)]
     pub io: IoArgs,
 
-    /// Keep only events whose top-level "type" is T (repeatable).
+    /// Keep only events whose top-level "type" is T, or whose kind as a profile reads it is T
+    /// (TOP:SUB, as sess stats lists kinds: progress:agent_progress, event_msg:token_count).
+    /// Repeatable.
     #[arg(short = 't', long = "type", value_name = "T")]
     pub types: Vec<String>,
 
@@ -61,14 +63,14 @@ pub struct Args {
 }
 
 /// What makes an event selected, apart from its position.
-struct Select<'a> {
-    types: &'a [String],
+struct Select {
+    types: KindSelection,
     seq: Option<Range>,
     /// Whether an event with a seq was seen (with --seq): if none was, the user is told.
     saw_seq: std::cell::Cell<bool>,
 }
 
-impl Select<'_> {
+impl Select {
     /// Whether to keep `bytes`, and whether reading may stop (past the seq range).
     fn check(&self, bytes: &[u8]) -> (bool, bool) {
         if let Some(r) = &self.seq {
@@ -80,17 +82,14 @@ impl Select<'_> {
                 return (false, r.end.is_some_and(|e| s > e));
             }
         }
-        (
-            self.types.is_empty() || event::kind_is_one_of(bytes, self.types),
-            false,
-        )
+        (self.types.is_empty() || self.types.holds(bytes), false)
     }
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
     let select = Select {
-        types: &args.types,
+        types: KindSelection::new(&args.types, sess::profile::registry::all()),
         seq: args.seq,
         saw_seq: std::cell::Cell::new(false),
     };
@@ -127,7 +126,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
 fn sequential(
     args: &Args,
     inputs: &[Input],
-    select: &Select<'_>,
+    select: &Select,
     g: Global,
     sink: &mut Sink,
 ) -> Result<()> {
@@ -135,7 +134,7 @@ fn sequential(
     let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
     // With --type alone, rows of other types are passed by unexpanded. --lines counts
     // every event, and --seq looks at each one's seq, so they read all.
-    let types = |kind: &[u8]| event::raw_kind_is_one_of(kind, select.types);
+    let types = |kind: &[u8]| select.types.may_hold(kind);
     let wanted: Option<event::Wanted<'_>> =
         (!select.types.is_empty() && args.lines.is_none() && select.seq.is_none())
             .then_some(&types);
@@ -258,7 +257,7 @@ enum FrameEnd {
 fn frame_events(
     file: &mut Seekable,
     k: usize,
-    select: &Select<'_>,
+    select: &Select,
     defs: &mut Defs,
     prime: bool,
     f: &mut impl FnMut(&[u8]) -> Result<()>,
@@ -345,7 +344,7 @@ fn keep_last(kept: &mut VecDeque<Vec<u8>>, n: usize, bytes: &[u8]) {
 /// frames before them that hold them ([`Defs::prime`]); at a frame before those, the
 /// frames up to it are read once from the start instead (each frame read backwards would
 /// read its own frames before it).
-fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
+fn tail_frames(file: &mut Seekable, n: usize, select: &Select, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
     let mut defs = Defs::default();
     let frames = file.frames().len();
@@ -381,7 +380,7 @@ fn tail_frames(file: &mut Seekable, n: usize, select: &Select<'_>, sink: &mut Si
 }
 
 /// The events in a seq range, starting at the last frame that begins at or before it.
-fn seq_frames(file: &mut Seekable, select: &Select<'_>, sink: &mut Sink) -> Result<()> {
+fn seq_frames(file: &mut Seekable, select: &Select, sink: &mut Sink) -> Result<()> {
     let from = select.seq.map_or(0, |r| r.start as i64);
     let mut defs = Defs::default();
     for k in file.first_frame_for_seq(from)..file.frames().len() {
