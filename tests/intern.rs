@@ -99,21 +99,31 @@ fn blob_log() -> Vec<u8> {
         .into_bytes()
 }
 
+/// `log` packed in 2 KiB frames (more than 40), with a bit flipped in the first: its path,
+/// and its index.
+fn first_frame_damaged(
+    dir: &std::path::Path,
+    log: &[u8],
+) -> (std::path::PathBuf, sess::frames::index::Index) {
+    let packed = pack_small_frames(dir, log, 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    assert!(index.entries.len() > 40, "{} frames", index.entries.len());
+    let e = index.entries[0];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    (bad, index)
+}
+
 #[test]
 fn a_tail_reads_the_frames_its_definitions_are_in_and_not_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let log = blob_log();
-    let packed = pack_small_frames(dir.path(), &log, 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
-    assert!(index.entries.len() > 40, "{} frames", index.entries.len());
     // The first frame defines the blob; the last lines refer to a definition of it a few
     // frames before them (a ref reaches at most 8 frames back), so the tail and a range
     // near the end read without the first frame, which is damaged.
-    let e = index.entries[0];
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.path().join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
+    let (bad, _) = first_frame_damaged(dir.path(), &log);
     sess().arg("unpack").arg(&bad).assert().code(1);
     let all = lines(&log);
     for n in [1, 3, 20] {
@@ -349,32 +359,18 @@ fn input_lines_that_read_as_interned_stay_what_they_read_as() {
 fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
     // Every line repeats one blob, as a Claude Code subagent repeats its prompt; each has
     // text of its own. A lost frame must not cost every later line.
-    let blob = "p".repeat(1500);
-    let log: String = (0..600)
-        .map(|k| {
-            format!(
-                "{{\"seq\":{k},\"prompt\":\"{blob}\",\"text\":\"{}\"}}\n",
-                k * 7919
-            )
-        })
-        .collect();
+    let log = blob_log();
     let dir = tempfile::tempdir().unwrap();
-    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
-    assert!(index.entries.len() > 40, "{} frames", index.entries.len());
     // The first frame defines the blob.
+    let (bad, index) = first_frame_damaged(dir.path(), &log);
     let e = index.entries[0];
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.path().join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
     let out = sess()
         .args(["cat", "--recovery", "skip-corrupt"])
         .arg(&bad)
         .output()
         .unwrap();
     assert!(out.status.success());
-    let original = lines(log.as_bytes());
+    let original = lines(&log);
     let gone = missing(&original, &lines(&out.stdout));
     // Lost: the frame, and the lines of the frames after it until the blob is defined
     // again (8 frames); never the rest.
