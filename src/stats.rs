@@ -202,7 +202,8 @@ impl Stats {
     }
 
     /// Runs what `sess pack` would write on a thread of its own: the tallies and the
-    /// filter cost a fifth of what it does, so two cores read about twice as fast.
+    /// filter cost a fifth of what it does, and no longer wait for it (a 256 MiB pi log:
+    /// 0.94 s on one thread, 0.72 s on two).
     pub fn pack_on_a_thread(mut self) -> Stats {
         if let PackSide::Here(sim) = self.pack {
             // One batch waits while one is packed and one gathers: a line longer than a

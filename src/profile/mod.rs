@@ -131,10 +131,13 @@ impl FrameRule {
     /// The pairing key of a frame or a successor: the raw value of the key field (empty
     /// when absent), or `None` for a keyless rule.
     pub fn key_of(&self, line: &[u8]) -> Option<Vec<u8>> {
-        self.key
-            .as_deref()
-            .map(|f| json::path(line, f).unwrap_or_default().to_vec())
+        key_at(self.key.as_deref(), line)
     }
+}
+
+/// The raw value at the dotted path `key` (empty when absent), or `None` without a key.
+fn key_at(key: Option<&str>, line: &[u8]) -> Option<Vec<u8>> {
+    key.map(|f| json::path(line, f).unwrap_or_default().to_vec())
 }
 
 /// Which lines of a kind in `snapshot_rows` make one run.
@@ -149,9 +152,7 @@ pub struct RowRule {
 impl RowRule {
     /// The run a line belongs to: the raw value of the key field (empty when absent).
     pub fn key_of(&self, line: &[u8]) -> Option<Vec<u8>> {
-        self.key
-            .as_deref()
-            .map(|f| json::path(line, f).unwrap_or_default().to_vec())
+        key_at(self.key.as_deref(), line)
     }
 }
 
