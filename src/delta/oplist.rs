@@ -32,7 +32,7 @@ pub struct Record {
 /// Parses one line into a record, checking the record's own shape and that its tag agrees
 /// with its first op.
 pub fn parse_record(line: &[u8]) -> Result<Record, String> {
-    let v = Value::parse(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let mut v = Value::parse(line).map_err(|e| format!("invalid JSON: {e}"))?;
     let rec = match v {
         Value::Array(_) => Record {
             seq: None,
@@ -42,7 +42,8 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
         },
         Value::Object(_) => {
             let ops = match (v.get("ops"), v.get("value")) {
-                (Some(o), None) | (None, Some(o)) => o.clone(),
+                (Some(_), None) => take(&mut v, "ops"),
+                (None, Some(_)) => take(&mut v, "value"),
                 (Some(_), Some(_)) => return Err("a record has both \"ops\" and \"value\"".into()),
                 (None, None) => return Err("a record needs \"ops\" (or \"value\")".into()),
             };
@@ -78,6 +79,18 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
             Err("the record's first op is r but it is not tagged \"base\"".into())
         }
         _ => Ok(rec),
+    }
+}
+
+/// The value of the first member named `key` of an object, taken out of it (the record's
+/// ops are moved, not copied: a base batch holds a whole snapshot).
+fn take(v: &mut Value, key: &str) -> Value {
+    match v {
+        Value::Object(m) => match m.iter_mut().find(|(k, _)| crate::value::eq_str(k, key)) {
+            Some((_, value)) => std::mem::replace(value, Value::Null),
+            None => Value::Null,
+        },
+        _ => Value::Null,
     }
 }
 
