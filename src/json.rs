@@ -361,6 +361,16 @@ pub fn each_element(
     if b.get(i) == Some(&b']') {
         return Some(i + 1);
     }
+    each_element_from(b, i, visit)
+}
+
+/// [`each_element`] from the element that starts at `b[i]` to the array's end: a walk that
+/// has passed by the elements before it goes on without reading them again.
+pub fn each_element_from(
+    b: &[u8],
+    mut i: usize,
+    visit: &mut dyn FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
     loop {
         i = skip_ws(b, visit(b, i)?);
         match b.get(i)? {

@@ -313,17 +313,15 @@ fn elements_walk(
         };
         let Some(b_end) = b_end else {
             // Given up on an element: that counts only if the lengths are the same.
-            let rest = |text: &[u8], mut at: usize| -> Option<u64> {
+            let count = |text: &[u8], at: usize| -> Option<u64> {
                 let mut n = 0;
-                while let Some(start) = next(text, at, false)? {
-                    at = skip_value(text, start)?;
+                crate::json::each_element(text, at, &mut |text, start| {
                     n += 1;
-                }
+                    skip_value(text, start)
+                })?;
                 Some(n)
             };
-            let same_length = skip_value(t.b, jb)
-                .and_then(|end| rest(t.b, end))
-                .is_some_and(|n| rest(t.a, a_end) == Some(n));
+            let same_length = count(t.b, vb).is_some_and(|n| count(t.a, va) == Some(n));
             return match same_length {
                 true => Elements::Failed,
                 false => Elements::Reshaped,
@@ -334,19 +332,14 @@ fn elements_walk(
 }
 
 /// The elements of an array in `b` from the one at `at` on, and where the array ends.
-fn appended(b: &[u8], mut at: usize) -> Option<(Vec<Value>, usize)> {
-    use crate::json::{skip_value, skip_ws};
+fn appended(b: &[u8], at: usize) -> Option<(Vec<Value>, usize)> {
     let mut items = Vec::new();
-    loop {
-        let end = skip_value(b, at)?;
-        items.push(Value::parse(&b[at..end]).ok()?);
-        let after = skip_ws(b, end);
-        match b.get(after)? {
-            b',' => at = skip_ws(b, after + 1),
-            b']' => return Some((items, after + 1)),
-            _ => return None,
-        }
-    }
+    let end = crate::json::each_element_from(b, at, &mut |b, start| {
+        let end = crate::json::skip_value(b, start)?;
+        items.push(Value::parse(&b[start..end]).ok()?);
+        Some(end)
+    })?;
+    Some((items, end))
 }
 
 /// An object with a reserved key cannot be changed key by key (the key is not a valid
