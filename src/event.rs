@@ -276,12 +276,6 @@ pub fn kind(line: &[u8]) -> Option<Cow<'_, str>> {
     json::field(line, "type").and_then(json::str_value)
 }
 
-/// Whether the line's top-level `type` is one of `types`. Compares raw bytes first, so an
-/// unescaped type (the common case) costs no allocation.
-pub fn kind_is_one_of(line: &[u8], types: &[String]) -> bool {
-    json::field(line, "type").is_some_and(|raw| raw_kind_is_one_of(raw, types))
-}
-
 /// Whether a raw JSON `type` value is a string among `types`.
 pub fn raw_kind_is_one_of(raw: &[u8], types: &[String]) -> bool {
     if let Some(inner) = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\""))
@@ -336,28 +330,35 @@ impl KindSelection {
         self.names.is_empty()
     }
 
-    /// Whether the line's kind is one of those selected.
+    /// Whether the line's kind is one of those selected. Compares raw bytes first, so an
+    /// unescaped type (the common case) costs no allocation.
     pub fn holds(&self, line: &[u8]) -> bool {
         let Some(raw) = json::field(line, "type") else {
             return false;
         };
         raw_kind_is_one_of(raw, &self.names)
-            || self.subs.iter().any(|(top, path, sub)| {
-                json::str_value(raw).is_some_and(|t| t == top.as_str())
-                    && json::path(line, path)
-                        .and_then(json::str_value)
-                        .is_some_and(|s| s == sub.as_str())
+            || self.subs_of(raw).any(|(_, path, sub)| {
+                json::path(line, path)
+                    .and_then(json::str_value)
+                    .is_some_and(|s| s == sub.as_str())
             })
     }
 
     /// Whether a line whose top-level `type` is `raw` may be of a kind selected: a packed
     /// row of other types is passed by unexpanded.
     pub fn may_hold(&self, raw: &[u8]) -> bool {
-        raw_kind_is_one_of(raw, &self.names)
-            || self
-                .subs
-                .iter()
-                .any(|(top, ..)| json::str_value(raw).is_some_and(|t| t == top.as_str()))
+        raw_kind_is_one_of(raw, &self.names) || self.subs_of(raw).next().is_some()
+    }
+
+    /// The `TOP:SUB` rules whose TOP is the raw type `raw` (decoded once, and only when
+    /// there are any).
+    fn subs_of(&self, raw: &[u8]) -> impl Iterator<Item = &(String, String, String)> {
+        let top = (!self.subs.is_empty())
+            .then(|| json::str_value(raw))
+            .flatten();
+        self.subs
+            .iter()
+            .filter(move |(t, ..)| top.as_deref() == Some(t.as_str()))
     }
 }
 
@@ -380,10 +381,10 @@ mod tests {
         assert_eq!(kind(br#"{"type":"a/b","x":1}"#).as_deref(), Some("a/b"));
         assert_eq!(kind(br#"{"x":{"type":"no"}}"#), None);
         assert_eq!(kind(br#"{"type":7}"#), None);
-        let types = vec!["message_end".to_string()];
-        assert!(kind_is_one_of(br#"{"type":"message_end"}"#, &types));
-        assert!(kind_is_one_of(br#"{"type":"message\u005fend"}"#, &types));
-        assert!(!kind_is_one_of(br#"{"type":"message_start"}"#, &types));
-        assert!(!kind_is_one_of(b"not json", &types));
+        let types = KindSelection::new(&["message_end".to_string()], &[]);
+        assert!(types.holds(br#"{"type":"message_end"}"#));
+        assert!(types.holds(br#"{"type":"message\u005fend"}"#));
+        assert!(!types.holds(br#"{"type":"message_start"}"#));
+        assert!(!types.holds(b"not json"));
     }
 }
