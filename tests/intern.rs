@@ -116,6 +116,29 @@ fn first_frame_damaged(
     (bad, index)
 }
 
+/// `cat --tail N` of `packed` gives the last N lines of `log`, and `cat --seq A..B` the
+/// lines whose seq is A to B (each line of `log` begins with its seq).
+fn reads_as_the_log(packed: &std::path::Path, log: &[u8], tails: &[usize], (a, b): (usize, usize)) {
+    let all = lines(log);
+    for n in tails {
+        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(packed));
+        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
+    }
+    let seq = stdout_ok(
+        sess()
+            .args(["cat", "--seq", &format!("{a}..{b}")])
+            .arg(packed),
+    );
+    let first = all
+        .iter()
+        .position(|l| l.starts_with(format!("{{\"seq\":{a},").as_bytes()))
+        .unwrap();
+    assert!(
+        seq == all[first..=first + (b - a)].concat(),
+        "--seq {a}..{b}"
+    );
+}
+
 #[test]
 fn a_tail_reads_the_frames_its_definitions_are_in_and_not_the_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,13 +148,7 @@ fn a_tail_reads_the_frames_its_definitions_are_in_and_not_the_first() {
     // near the end read without the first frame, which is damaged.
     let (bad, _) = first_frame_damaged(dir.path(), &log);
     sess().arg("unpack").arg(&bad).assert().code(1);
-    let all = lines(&log);
-    for n in [1, 3, 20] {
-        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(&bad));
-        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
-    }
-    let seq = stdout_ok(sess().args(["cat", "--seq", "580..590"]).arg(&bad));
-    assert!(seq == all[580..=590].concat());
+    reads_as_the_log(&bad, &log, &[1, 3, 20], (580, 590));
     // What needs the damaged frame is an error, as before.
     for args in [&["cat", "--tail", "600"][..], &["cat", "--seq", "1..3"]] {
         sess().args(args).arg(&bad).assert().code(1);
@@ -152,13 +169,7 @@ fn a_tail_whose_definitions_chain_far_back_reads_back_as_far_as_it_needs() {
             .len()
             > 40
     );
-    let all = lines(&log);
-    for n in [1, 3, 12] {
-        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(&packed));
-        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
-    }
-    let seq = stdout_ok(sess().args(["cat", "--seq", "140..145"]).arg(&packed));
-    assert!(seq == all[139..=144].concat());
+    reads_as_the_log(&packed, &log, &[1, 3, 12], (140, 145));
 }
 
 #[test]
