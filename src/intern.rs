@@ -251,10 +251,21 @@ impl Reader {
     }
 
     /// Rebuilds interned `line` into `out` (cleared first) and keeps what it defines.
+    ///
+    /// A line whose ref cannot be resolved is an error, but the definitions whose bytes
+    /// lie outside every unresolved ref are still kept (a ref's `LEN` says where the bytes
+    /// after it lie), and the others are forgotten. So a lost value costs the lines that
+    /// need its bytes, not the lines that only need what a line holding it defines.
     pub fn read(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         out.clear();
         let (header, stored) = split(line)?;
         let mut copied = 0;
+        let mut first_error = None;
+        // Unresolved refs, as ranges of the line rebuilt: their bytes are not in `out`,
+        // so a place `p` of the line is at `p - skipped` in `out`, `skipped` being the
+        // bytes of the holes before it.
+        let mut holes: Vec<std::ops::Range<u64>> = Vec::new();
+        let mut skipped = 0u64;
         for &[at, id, len, crc] in &header.refs {
             let at = usize::try_from(at).unwrap_or(usize::MAX);
             let rest = stored.get(at..).unwrap_or_default();
@@ -265,7 +276,7 @@ impl Reader {
                     "a ref at {at} is out of order or not at a 0 or [0"
                 )));
             }
-            let grown = (out.len() as u64)
+            let grown = (out.len() as u64 + skipped)
                 .checked_add((at - copied) as u64)
                 .and_then(|n| n.checked_add(len));
             if grown.is_none_or(|n| n > MAX_LINE as u64) {
@@ -274,36 +285,79 @@ impl Reader {
                 )));
             }
             out.extend_from_slice(&stored[copied..at]);
-            let start = out.len();
-            // A `0` stands for the whole value, a `[0` for its first `len` bytes.
-            let most = if whole { usize::MAX } else { len as usize };
-            if !self.store.get_prefix(id, most, out)? {
-                return Err(Error::Missing(id));
-            }
-            let got = &out[start..];
-            if got.len() as u64 != len
-                || u64::from(crc32fast::hash(got)) != crc
-                || (prefix && got.first() != Some(&b'['))
-            {
-                return Err(Error::Mismatch(id));
+            match self.resolve(id, len, crc, whole, out) {
+                Ok(()) => {}
+                Err(e @ Error::Io(_)) => return Err(e),
+                Err(e) => {
+                    let start = out.len() as u64 + skipped;
+                    holes.push(start..start + len);
+                    skipped += len;
+                    first_error.get_or_insert(e);
+                }
             }
             copied = at + if whole { 1 } else { 2 };
         }
         out.extend_from_slice(&stored[copied..]);
+        let rebuilt = out.len() as u64 + skipped;
         for &[at, len, id] in &header.defs {
-            let range = usize::try_from(at)
-                .ok()
-                .zip(usize::try_from(len).ok())
-                .and_then(|(a, l)| Some(a..a.checked_add(l)?))
-                .filter(|r| r.end <= out.len())
+            let range = at
+                .checked_add(len)
+                .map(|end| at..end)
+                .filter(|r| r.end <= rebuilt)
                 .ok_or_else(|| Error::Malformed(format!("a def at {at}+{len} past the line")))?;
-            self.store.put(id, &out[range])?;
+            if holes
+                .iter()
+                .any(|h| h.start < range.end && range.start < h.end)
+            {
+                // Forgotten, not left as it was: a later ref to `id` must not find an
+                // older value under the same id.
+                self.store.free(id, id + 1)?;
+                continue;
+            }
+            let shift: u64 = holes
+                .iter()
+                .filter(|h| h.end <= range.start)
+                .map(|h| h.end - h.start)
+                .sum();
+            let (from, to) = ((range.start - shift) as usize, (range.end - shift) as usize);
+            self.store.put(id, &out[from..to])?;
         }
         for &[from, to] in &header.free {
             if from > to {
                 return Err(Error::Malformed(format!("a free range {from}..{to}")));
             }
             self.store.free(from, to)?;
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends what a ref stands for to `out`: value `id` whole, or its first `len` bytes
+    /// (`whole` false), checked against the ref's `len` and `crc`. On an error, `out` is
+    /// as it was.
+    fn resolve(
+        &self,
+        id: u64,
+        len: u64,
+        crc: u64,
+        whole: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let start = out.len();
+        // A `0` stands for the whole value, a `[0` for its first `len` bytes.
+        let most = if whole { usize::MAX } else { len as usize };
+        if !self.store.get_prefix(id, most, out)? {
+            return Err(Error::Missing(id));
+        }
+        let got = &out[start..];
+        if got.len() as u64 != len
+            || u64::from(crc32fast::hash(got)) != crc
+            || (!whole && got.first() != Some(&b'['))
+        {
+            out.truncate(start);
+            return Err(Error::Mismatch(id));
         }
         Ok(())
     }
@@ -1168,6 +1222,56 @@ mod tests {
             .replace('q', "r");
         r.read(forged.as_bytes(), &mut buf).unwrap();
         assert!(matches!(r.read(out[2], &mut buf), Err(Error::Mismatch(0))));
+    }
+
+    /// An interned line, by hand: `refs` as `[at, id, value]` (the ref's len and crc are
+    /// the value's), `defs` as `[at, len, id]`.
+    fn hand(line: &str, refs: &[(usize, u64, &str)], defs: &[[usize; 3]]) -> String {
+        let refs: Vec<String> = refs
+            .iter()
+            .map(|(at, id, v)| format!("[{at},{id},{},{}]", v.len(), crc32fast::hash(v.as_bytes())))
+            .collect();
+        let defs: Vec<String> = defs
+            .iter()
+            .map(|d| format!("[{},{},{}]", d[0], d[1], d[2]))
+            .collect();
+        format!(
+            r#"{{"type":"sess-interned","v":1,"defs":[{}],"refs":[{}],"line":{line}}}"#,
+            defs.join(","),
+            refs.join(",")
+        )
+    }
+
+    #[test]
+    fn an_unresolved_ref_keeps_the_definitions_beside_it_and_forgets_those_over_it() {
+        let (a, b) = ("\"aaaa\"", "\"bbbbbb\"");
+        let mut r = Reader::default();
+        let mut buf = Vec::new();
+        // Value 1 is "aaaa"; then a line refers to value 9, never defined: the line is
+        // lost, but what it defines after the hole (value 2, at 14 of the line rebuilt, past
+        // a 4-byte hole at 5) is kept, and value 1, redefined over the hole, is forgotten.
+        r.read(
+            hand(&format!(r#"{{"x":{a}}}"#), &[], &[[5, 6, 1]]).as_bytes(),
+            &mut buf,
+        )
+        .unwrap();
+        let lost = hand(
+            &format!(r#"{{"p":0,"q":{b}}}"#),
+            &[(5, 9, "1234")],
+            &[[5, 6, 1], [14, 8, 2]],
+        );
+        assert!(matches!(
+            r.read(lost.as_bytes(), &mut buf),
+            Err(Error::Missing(9))
+        ));
+        r.read(hand(r#"{"y":0}"#, &[(5, 2, b)], &[]).as_bytes(), &mut buf)
+            .unwrap();
+        assert_eq!(buf, format!(r#"{{"y":{b}}}"#).as_bytes());
+        let stale = hand(r#"{"z":0}"#, &[(5, 1, a)], &[]);
+        assert!(matches!(
+            r.read(stale.as_bytes(), &mut buf),
+            Err(Error::Missing(1))
+        ));
     }
 
     #[test]

@@ -395,3 +395,42 @@ fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
         "later lines did need the blob: {gone:?}"
     );
 }
+
+#[test]
+fn a_definition_outside_an_unresolved_ref_survives_it() {
+    // The growing history with a repeated blob: each line's history is a `[0` ref to the
+    // last one, and the blob, whose definition lies more than 8 frames back, is defined
+    // again in lines that hold such a ref. A lost first frame breaks the chain of `[0`
+    // refs until a history is written whole (every 64th); the blob defined again in the
+    // lines of the broken chain is still read, so the loss ends there. (Before, the blob
+    // was lost with those lines, and so was every later line.)
+    let log = growing_log();
+    let dir = tempfile::tempdir().unwrap();
+    let packed = pack_small_frames(dir.path(), &log, 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    let mut before = 0;
+    let e = *index
+        .entries
+        .iter()
+        .find(|e| {
+            before += u64::from(e.lines);
+            before >= 30
+        })
+        .unwrap();
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let out = sess()
+        .args(["cat", "--recovery", "skip-corrupt"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let original = lines(&log);
+    let gone = missing(&original, &lines(&out.stdout));
+    let last = *gone.last().unwrap();
+    // The chain ends at most 64 histories on, and nothing after it is lost.
+    assert!(last - gone[0] <= 64, "lost through line {last}: {gone:?}");
+    assert_eq!(gone, (gone[0]..=last).collect::<Vec<_>>(), "{gone:?}");
+}
