@@ -187,7 +187,7 @@ pub fn string_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
 /// The first byte below 0x20, eight bytes at a time: a byte below 0x20 borrows when 0x20 is
 /// subtracted from it and has its high bit clear; the lowest such byte is always a true
 /// hit (borrows only travel upwards).
-fn find_control(b: &[u8]) -> Option<usize> {
+pub fn find_control(b: &[u8]) -> Option<usize> {
     const LOW: u64 = 0x2020_2020_2020_2020;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut chunks = b.chunks_exact(8);

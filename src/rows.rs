@@ -352,12 +352,12 @@ fn canonical_row(line: &[u8]) -> Option<Row<'_>> {
     c.lit(b"{\"type\":\"")?;
     let tag = RowKind::ALL
         .into_iter()
-        .find(|t| c.lit(t.name().as_bytes()).is_some())?;
+        .find(|t| c.lit_slice(t.name().as_bytes()).is_some())?;
     c.lit(b"\"")?;
     let stamp = if c.lit(b",\"seq0\":").is_some() {
-        let seq0 = json::safe_integer(c.number()?).filter(|s| *s >= 0)?;
+        let seq0 = c.any_safe_int().filter(|s| *s >= 0)?;
         c.lit(b",\"time0\":")?;
-        Some((seq0, json::safe_integer(c.number()?)?))
+        Some((seq0, c.any_safe_int()?))
     } else {
         None
     };
@@ -371,7 +371,7 @@ fn canonical_row(line: &[u8]) -> Option<Row<'_>> {
     let mut dt = Vec::new();
     if c.lit(b"]").is_none() {
         loop {
-            dt.push(json::safe_integer(c.number()?)?);
+            dt.push(c.any_safe_int()?);
             if c.lit(b"]").is_some() {
                 break;
             }
@@ -493,8 +493,54 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn lit(&mut self, s: &[u8]) -> Option<()> {
+    /// Passes literal text. Its length is known when compiling, so the comparison is a few
+    /// instructions rather than a call to `memcmp` (rows are read a literal at a time).
+    #[inline]
+    fn lit<const N: usize>(&mut self, s: &[u8; N]) -> Option<()> {
+        let at: &[u8; N] = self.b.get(self.i..self.i + N)?.try_into().ok()?;
+        (at == s).then(|| self.i += N)
+    }
+
+    /// Passes literal text whose length is known only when running.
+    fn lit_slice(&mut self, s: &[u8]) -> Option<()> {
         self.b[self.i..].starts_with(s).then(|| self.i += s.len())
+    }
+
+    /// A safe integer in plain digits, as JavaScript prints one: no sign but `-`, no
+    /// leading zero, no `-0`, no fraction or exponent. `None` (the cursor where it was)
+    /// for any other number, so that a caller may read it the general way.
+    #[inline]
+    fn plain_int(&mut self) -> Option<i64> {
+        let b = self.b;
+        let mut j = self.i;
+        let neg = b.get(j) == Some(&b'-');
+        j += usize::from(neg);
+        let start = j;
+        let mut v: i64 = 0;
+        while let Some(&d) = b.get(j).filter(|d| d.is_ascii_digit()) {
+            if j - start == 16 {
+                return None;
+            }
+            v = v * 10 + i64::from(d - b'0');
+            j += 1;
+        }
+        let n = j - start;
+        let leading_zero = n > 1 && b[start] == b'0';
+        let more = matches!(b.get(j), Some(b'.' | b'e' | b'E'));
+        if n == 0 || leading_zero || more || v > json::MAX_SAFE || (neg && v == 0) {
+            return None;
+        }
+        self.i = j;
+        Some(if neg { -v } else { v })
+    }
+
+    /// A number that is a safe integer, however spelled (`1.0` and `1e3` too, as DSH's
+    /// doubles read them).
+    fn any_safe_int(&mut self) -> Option<i64> {
+        match self.plain_int() {
+            Some(v) => Some(v),
+            None => json::safe_integer(self.number()?),
+        }
     }
 
     fn number(&mut self) -> Option<&'a [u8]> {
@@ -502,19 +548,6 @@ impl<'a> Cursor<'a> {
         let raw = &self.b[self.i..end];
         self.i = end;
         Some(raw)
-    }
-
-    /// A safe integer in plain digits (the only way JavaScript prints one).
-    fn safe_int(&mut self) -> Option<i64> {
-        let raw = self.number()?;
-        if raw.contains(&b'.')
-            || raw.contains(&b'e')
-            || raw == b"-0"
-            || !json::is_canonical_number(raw)
-        {
-            return None;
-        }
-        json::safe_integer(raw)
     }
 
     /// Any valid JSON string (UTF-8 is checked by the caller).
@@ -539,7 +572,13 @@ impl<'a> Cursor<'a> {
         let end = json::string_end(self.b, self.i)?;
         let raw = &self.b[self.i..end];
         self.i = end;
-        (std::str::from_utf8(raw).is_ok() && json::is_canonical_string(&raw[1..raw.len() - 1]))
+        let inner = &raw[1..raw.len() - 1];
+        // Most deltas are ASCII without escapes, canonical as they stand: three word-wise
+        // scans instead of two byte-wise ones.
+        let plain = inner.is_ascii()
+            && memchr::memchr(b'\\', inner).is_none()
+            && json::find_control(inner).is_none();
+        (plain || (std::str::from_utf8(raw).is_ok() && json::is_canonical_string(inner)))
             .then_some(raw)
     }
 }
@@ -550,9 +589,9 @@ impl<'a> Cursor<'a> {
 pub fn parse_member(line: &[u8]) -> Option<ChunkMember<'_>> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(b"{\"type\":\"assistant/chunk\",\"seq\":")?;
-    let seq = c.safe_int().filter(|s| *s >= 0)?;
+    let seq = c.plain_int().filter(|s| *s >= 0)?;
     c.lit(b",\"time\":")?;
-    let time = c.safe_int()?;
+    let time = c.plain_int()?;
     c.lit(b",\"data\":{\"turn\":")?;
     let turn = c.canonical_number()?;
     c.lit(b",\"step\":")?;
@@ -560,7 +599,7 @@ pub fn parse_member(line: &[u8]) -> Option<ChunkMember<'_>> {
     c.lit(b",\"chunk\":{\"type\":\"")?;
     let tag = RowKind::ALL
         .into_iter()
-        .find(|t| c.lit(t.delta_type().as_bytes()).is_some())?;
+        .find(|t| c.lit_slice(t.delta_type().as_bytes()).is_some())?;
     c.lit(b"\",\"index\":")?;
     let index = c.canonical_number()?;
     let (mut id, mut name) = (None, None);
@@ -825,9 +864,35 @@ mod tests {
             ),
             ok.clone() + " ",
             ok.replace("text-delta", "block-start"),
+            // Numbers JavaScript never prints so, or that are not safe integers.
+            ok.replace("\"time\":10", "\"time\":-0"),
+            ok.replace("\"time\":10", "\"time\":010"),
+            ok.replace("\"time\":10", "\"time\":1e1"),
+            ok.replace("\"time\":10", "\"time\":10E0"),
+            ok.replace("\"time\":10", "\"time\":9007199254740992"),
+            ok.replace("\"time\":10", "\"time\":-9007199254740992"),
+            ok.replace("\"time\":10", "\"time\":12345678901234567"),
+            ok.replace("\"time\":10", "\"time\":-"),
+            // Strings JSON.stringify never writes so.
+            ok.replace("\"hi\"", "\"h\ti\""),
+            ok.replace("\"hi\"", "\"h\\/i\""),
+            ok.replace("\"hi\"", "\"h\\u00e9\""),
         ] {
             assert!(parse_member(bad.as_bytes()).is_none(), "{bad}");
         }
+        for good in [
+            ok.replace("\"time\":10", "\"time\":9007199254740991"),
+            ok.replace("\"time\":10", "\"time\":-9007199254740991"),
+            ok.replace("\"time\":10", "\"time\":0"),
+            ok.replace("\"hi\"", "\"h\\ni é \\\"\""),
+            ok.replace("\"hi\"", "\"h\\u0001\""),
+        ] {
+            assert!(parse_member(good.as_bytes()).is_some(), "{good}");
+        }
+        let mut not_utf8 = ok.clone().into_bytes();
+        let h = ok.find("\"hi\"").unwrap() + 1;
+        not_utf8[h] = 0xff;
+        assert!(parse_member(&not_utf8).is_none());
         let tool = r#"{"type":"assistant/chunk","seq":0,"time":-5,"data":{"turn":1.5,"step":2,"chunk":{"type":"tool-call-delta","index":1,"id":"c","argumentsDelta":"{"}}}"#;
         let m = parse_member(tool.as_bytes()).unwrap();
         assert_eq!(
