@@ -94,7 +94,7 @@ impl Packer {
 
     /// The run of a snapshot frame, or of a line the profile packs as snapshot rows.
     fn snapshot(&mut self, line: &[u8]) -> Option<Group> {
-        let p = self.profile.see(line)?;
+        let p = self.profile.see(line).filter(|p| p.packs_snapshots())?;
         let kind = p.kind_of(line)?;
         let key = match (
             p.frames.get(kind.as_ref()),

@@ -428,6 +428,16 @@ enum Boundaries {
 }
 
 impl Profile {
+    /// Whether any kind of this profile can be packed as snapshot rows: when none can (DSH),
+    /// the packer need not read a line's kind at all.
+    pub fn packs_snapshots(&self) -> bool {
+        !self.snapshot_rows.is_empty()
+            || self
+                .frames
+                .values()
+                .any(|r| !matches!(r.snapshot, Snapshot::Never))
+    }
+
     /// Every kind a fact; nothing filtered.
     pub fn none() -> Profile {
         Profile {
