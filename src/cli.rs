@@ -70,9 +70,9 @@ pub struct IoArgs {
     pub strict: bool,
 
     /// Threads to use (default: every core; 1 keeps all on one). With two or more, a zstd
-    /// input is decompressed on a thread of its own, ahead of the rest; pack compresses
-    /// frames on another; stats of folders reads that many logs at once. The output is the
-    /// same bytes.
+    /// input is decompressed on a thread of its own, ahead of the rest; pack reads files on
+    /// one thread, packs on another and compresses frames on a third; stats of folders
+    /// reads that many logs at once. The output is the same bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),
           hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,

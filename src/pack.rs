@@ -131,11 +131,13 @@ impl Packer {
 /// Packs files (never a pipe: a file with interning is read twice, a first pass finding the
 /// values that repeat so that each is defined where it first occurs) into `out`, which is
 /// left to finish. `frame_size` bounds the input that may be kept to offer the frames the
-/// log as it was ([`Out::offer_same`]).
-pub fn pack_files<W: Write, E: From<Error> + From<io::Error>>(
+/// log as it was ([`Out::offer_same`]). With `threads` above 1, the inputs are read (lines
+/// split, checked, rows expanded) on this thread and packed on another, batches between.
+pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
     inputs: &[Input],
     open: OpenOptions,
     frame_size: usize,
+    threads: usize,
     packer: &mut Packer,
     out: &mut Out<W>,
 ) -> Result<(), E> {
@@ -146,42 +148,168 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error>>(
     if out.interner().min() > 0 && rereadable {
         survey(inputs, open, out.interner())?;
     }
-    // The input as it came, while it fits in one frame: unpacked, it is the same log.
-    let mut same = Some(Vec::new());
+    let mut same = Same::new(frame_size, inputs.len());
+    if threads <= 1 {
+        read_files::<E>(inputs, open, &mut same, &mut |step| {
+            match step {
+                Step::Input(path) => packer.start_input(path),
+                Step::Event(bytes, newline) => packer.event(bytes, newline, out.writer())?,
+                Step::EndInput => packer.end_input(out.writer())?,
+            }
+            Ok(true)
+        })?;
+    } else {
+        std::thread::scope(|scope| {
+            // A few batches of up to 256 KiB in flight bound the memory.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(4);
+            let same = &mut same;
+            // The output may be stdout, which stays on this thread: the reading side moves.
+            let reading = scope.spawn(move || {
+                let mut batch = Events::default();
+                let read = read_files::<E>(inputs, open, same, &mut |step| {
+                    let msg = match step {
+                        Step::Event(bytes, newline) => {
+                            batch.push(bytes, newline);
+                            if !batch.is_full() {
+                                return Ok(true);
+                            }
+                            Msg::Events(std::mem::take(&mut batch))
+                        }
+                        Step::Input(path) => Msg::Input(path.map(Path::to_path_buf)),
+                        // The packing side ends an input where the next begins, or at
+                        // `Done`.
+                        Step::EndInput if batch.is_empty() => return Ok(true),
+                        Step::EndInput => Msg::Events(std::mem::take(&mut batch)),
+                    };
+                    // A packing side gone has failed, and says why.
+                    Ok(tx.send(msg).is_ok())
+                });
+                // Every event read is packed, as on one thread, even when reading then
+                // failed; but only inputs read whole are ended.
+                if !batch.is_empty() {
+                    let _ = tx.send(Msg::Events(batch));
+                }
+                if read.is_ok() {
+                    let _ = tx.send(Msg::Done);
+                }
+                read
+            });
+            let packed = pack_batches(&rx, packer, out);
+            // The reading side stops at its next hand-over once this end is gone.
+            drop(rx);
+            let read = reading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            read?;
+            packed.map_err(E::from)
+        })?;
+    }
+    if let Some(s) = same.kept {
+        out.offer_same(s);
+    }
+    Ok(())
+}
+
+/// What reading files gives the packer, in order.
+enum Step<'a> {
+    /// An input begins (its path).
+    Input(Option<&'a Path>),
+    /// A logical event, and whether it had a newline.
+    Event(&'a [u8], bool),
+    /// The input ended whole.
+    EndInput,
+}
+
+/// Reads `inputs` event by event into `take`, which returns false to stop (the packing side
+/// failed).
+fn read_files<E: From<Error> + From<io::Error>>(
+    inputs: &[Input],
+    open: OpenOptions,
+    same: &mut Same,
+    take: &mut dyn FnMut(Step<'_>) -> io::Result<bool>,
+) -> Result<(), E> {
     for input in inputs {
-        packer.start_input(input.path());
+        if !take(Step::Input(input.path()))? {
+            return Ok(());
+        }
+        let mut stopped = false;
         event::each_event(
             std::slice::from_ref(input),
             open,
             LastLine::Verbatim,
             |_, ev| {
-                packer.event(ev.bytes, ev.newline, out.writer())?;
-                if let Some(s) = &mut same
-                    && ev.starts_line()
-                {
-                    s.extend_from_slice(ev.line.bytes);
-                    if ev.line.ending == Ending::Newline {
-                        s.push(b'\n');
-                    }
-                    // Not the same log once read again: a line that reads as interned (the
-                    // packed lines wrap it), or an input's last line without a newline,
-                    // which the next input's first line would join.
-                    if s.len() > frame_size
-                        || intern::is_interned(ev.line.bytes)
-                        || ev.line.ending != Ending::Newline && inputs.len() > 1
-                    {
-                        same = None;
-                    }
-                }
-                Ok::<_, E>(Flow::More)
+                same.event(&ev);
+                stopped = !take(Step::Event(ev.bytes, ev.newline))?;
+                Ok::<_, E>(if stopped { Flow::Stop } else { Flow::More })
             },
         )?;
-        packer.end_input(out.writer())?;
-    }
-    if let Some(s) = same {
-        out.offer_same(s);
+        if stopped || !take(Step::EndInput)? {
+            return Ok(());
+        }
     }
     Ok(())
+}
+
+/// The packing side of [`pack_files`] on a thread of its own.
+fn pack_batches<W: Write>(
+    rx: &Receiver<Msg>,
+    packer: &mut Packer,
+    out: &mut Out<W>,
+) -> io::Result<()> {
+    for msg in rx {
+        match msg {
+            Msg::Input(path) => {
+                packer.end_input(out.writer())?;
+                packer.start_input(path.as_deref());
+            }
+            Msg::Events(batch) => {
+                for (line, newline) in batch.iter() {
+                    packer.event(line, newline, out.writer())?;
+                }
+            }
+            // Sent only when every input was read whole.
+            Msg::Done => packer.end_input(out.writer())?,
+            Msg::Interrupt(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// The input as it came, while it fits in one frame: unpacked, it is the same log.
+struct Same {
+    kept: Option<Vec<u8>>,
+    frame_size: usize,
+    inputs: usize,
+}
+
+impl Same {
+    fn new(frame_size: usize, inputs: usize) -> Same {
+        Same {
+            kept: Some(Vec::new()),
+            frame_size,
+            inputs,
+        }
+    }
+
+    fn event(&mut self, ev: &event::Event<'_>) {
+        let Some(s) = &mut self.kept else { return };
+        if !ev.starts_line() {
+            return;
+        }
+        s.extend_from_slice(ev.line.bytes);
+        if ev.line.ending == Ending::Newline {
+            s.push(b'\n');
+        }
+        // Not the same log once read again: a line that reads as interned (the packed
+        // lines wrap it), or an input's last line without a newline, which the next
+        // input's first line would join.
+        if s.len() > self.frame_size
+            || intern::is_interned(ev.line.bytes)
+            || ev.line.ending != Ending::Newline && self.inputs > 1
+        {
+            self.kept = None;
+        }
+    }
 }
 
 /// The first pass over files: which values repeat. Lines, not events: rows need not be

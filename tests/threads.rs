@@ -106,3 +106,61 @@ fn one_thread_or_two_read_alike() {
     // The inputs do make the readers warn, in several ways.
     assert!(warned > 20, "{warned}");
 }
+
+#[test]
+fn files_packed_on_two_threads_are_the_files_packed_on_one() {
+    // Several inputs, each packed with its own profile and its runs ended where it ends;
+    // the last without its final newline; and a copy of the logs 40 times over, so that
+    // batches are handed over in the middle of runs.
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for name in ["pi-old.jsonl", "dsh.jsonl", "pi-new.jsonl"] {
+        files.push(testdata(name));
+    }
+    let mut big = Vec::new();
+    for _ in 0..40 {
+        big.extend(std::fs::read(testdata("dsh.jsonl")).unwrap());
+        big.extend(std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    }
+    let big_path = dir.path().join("big.jsonl");
+    std::fs::write(&big_path, &big).unwrap();
+    files.push(big_path);
+    // A run of chunk deltas cut across two inputs: rows never span inputs.
+    let dsh = std::fs::read(testdata("dsh.jsonl")).unwrap();
+    let lines: Vec<&[u8]> = dsh.split_inclusive(|&b| b == b'\n').collect();
+    for (name, part) in [("a", &lines[..8]), ("b", &lines[8..])] {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&path, part.concat()).unwrap();
+        files.push(path);
+    }
+    let mut torn = std::fs::read(testdata("pi-old.jsonl")).unwrap();
+    torn.pop();
+    let torn_path = dir.path().join("torn.jsonl");
+    std::fs::write(&torn_path, &torn).unwrap();
+    files.push(torn_path);
+    for args in [&["pack", "--plain"][..], &["pack", "--frame-size", "4K"]] {
+        let run = |threads: &str| {
+            sess()
+                .args(args)
+                .args(["--threads", threads])
+                .args(&files)
+                .output()
+                .unwrap()
+        };
+        let (one, two) = (run("1"), run("2"));
+        assert!(
+            one.status.success(),
+            "{}",
+            String::from_utf8_lossy(&one.stderr)
+        );
+        assert!(one.stdout == two.stdout, "{args:?}: stdout differs");
+        assert_eq!(one.stderr, two.stderr, "{args:?}");
+        // And it is the inputs, packed.
+        let back = stdout_ok(sess().arg("unpack").write_stdin(two.stdout));
+        let whole: Vec<u8> = files
+            .iter()
+            .flat_map(|f| std::fs::read(f).unwrap())
+            .collect();
+        assert!(back == whole, "{args:?}: does not unpack to the inputs");
+    }
+}

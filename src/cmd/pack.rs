@@ -157,6 +157,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             &inputs,
             args.io.open_options(g),
             args.frame_size as usize,
+            args.io.threads as usize,
             &mut packer,
             &mut out,
         )?;

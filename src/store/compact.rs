@@ -754,6 +754,7 @@ fn pack_to<W: Write + Send + 'static>(src: &Path, w: W, opts: &Options) -> Resul
                 &input,
                 reading(),
                 DEFAULT_FRAME_SIZE,
+                1,
                 &mut packer,
                 &mut out,
             )?;
