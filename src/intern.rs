@@ -995,16 +995,18 @@ impl<W: Framed> Write for InternWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut rest = buf;
         while let Some(k) = memchr::memchr(b'\n', rest) {
+            // The line is read where it lies: in `buf`, or in `pending` when it began in
+            // an earlier write (the packers write a line and its newline apart).
             let line: &[u8] = if self.pending.is_empty() {
                 &rest[..k]
             } else {
                 self.pending.extend_from_slice(&rest[..k]);
                 &self.pending
             };
-            let line = line.to_vec();
-            self.pending.clear();
             self.writer.frame = self.inner.next_frame();
-            self.writer.line(&line, &mut self.inner)?;
+            let written = self.writer.line(line, &mut self.inner);
+            self.pending.clear();
+            written?;
             self.inner.write_all(b"\n")?;
             self.writer.placed(self.inner.last_line_frame());
             rest = &rest[k + 1..];
