@@ -179,6 +179,8 @@ fn run(start: u32, muts: &[Mutation], rebase_every: Option<usize>) -> Result<(),
     let mut prev: Option<Value> = None;
     let mut encoder = Encoder::default();
     let mut decoder = Decoder::default();
+    // The same batches given away to a decoder of their own, which moves their values.
+    let mut owning = Decoder::default();
     let mut replica: Option<Value> = None;
     for step in 0..=muts.len() {
         if step > 0 {
@@ -198,6 +200,10 @@ fn run(start: u32, muts: &[Mutation], rebase_every: Option<usize>) -> Result<(),
             .decode(&Value::parse(&wire).unwrap())
             .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
         prop_assert_eq!(&decoded, &ops, "decode(encode(ops)) == ops");
+        let owned = owning
+            .decode_owned(Value::parse(&wire).unwrap())
+            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        prop_assert_eq!(&owned, &ops, "decode_owned(encode(ops)) == ops");
         for op in decoded {
             apply(&mut replica, op)
                 .map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;

@@ -150,7 +150,7 @@ impl Printer<'_> {
             oplist::find_start(&mut file, &opts).with_context(|| format!("{name}: cannot read"))?;
         file.seek(SeekFrom::Start(start.offset))?;
         let strict = opts.strict;
-        let mut replayer = Replayer::new(opts, start.by_address);
+        let mut replayer = Replayer::new(opts, start.by_address).keeping_ops(self.args.ops);
         let mut failed = None;
         let mut torn = None;
         {
@@ -200,7 +200,7 @@ impl Printer<'_> {
             },
         )?;
         let strict = opts.strict;
-        let mut replayer = Replayer::new(opts, tail.by_address());
+        let mut replayer = Replayer::new(opts, tail.by_address()).keeping_ops(self.args.ops);
         for (number, _, bytes) in &tail.lines {
             let place = format!("{}:{number}", self.name);
             self.apply(&mut replayer, bytes)

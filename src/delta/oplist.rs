@@ -147,13 +147,18 @@ pub struct Replay {
 pub type BatchError = (Option<usize>, OpError);
 
 impl Replay {
-    /// Applies one batch, returning its decoded ops.
-    pub fn batch(&mut self, ops: &Value) -> Result<Vec<Op>, BatchError> {
-        let decoded = self.decoder.decode(ops)?;
-        for (k, op) in decoded.iter().enumerate() {
-            apply(&mut self.value, op.clone()).map_err(|e| (Some(k), e))?;
+    /// Applies one batch, returning its decoded ops when `keep` (else none: each op is
+    /// moved into the value, not copied).
+    pub fn batch(&mut self, ops: Value, keep: bool) -> Result<Vec<Op>, BatchError> {
+        let decoded = self.decoder.decode_owned(ops)?;
+        let mut kept = Vec::with_capacity(if keep { decoded.len() } else { 0 });
+        for (k, op) in decoded.into_iter().enumerate() {
+            if keep {
+                kept.push(op.clone());
+            }
+            apply(&mut self.value, op).map_err(|e| (Some(k), e))?;
         }
-        Ok(decoded)
+        Ok(kept)
     }
 }
 
@@ -454,6 +459,7 @@ impl Tail {
 #[derive(Debug)]
 pub struct Applied<'a> {
     pub seq: Option<u64>,
+    /// The batch's ops, when the replayer keeps them ([`Replayer::keeping_ops`]).
     pub ops: Vec<Op>,
     /// The value of the batch's list after it.
     pub value: Option<&'a Value>,
@@ -468,6 +474,8 @@ pub struct Replayer {
     /// One replay per address ("" for records without one, or when not by address).
     lists: std::collections::BTreeMap<String, Replay>,
     applied: u64,
+    /// Whether each [`Applied`] carries its batch's ops (copies of them).
+    keep_ops: bool,
 }
 
 impl Replayer {
@@ -477,7 +485,14 @@ impl Replayer {
             by_address,
             lists: Default::default(),
             applied: 0,
+            keep_ops: false,
         }
+    }
+
+    /// Each [`Applied`] then carries its batch's ops.
+    pub fn keeping_ops(mut self, keep: bool) -> Replayer {
+        self.keep_ops = keep;
+        self
     }
 
     /// One record. `Ok(None)`: it is not part of the value asked for (another address,
@@ -506,7 +521,7 @@ impl Replayer {
             _ => String::new(),
         };
         let replay = self.lists.entry(key).or_default();
-        let ops = replay.batch(&rec.ops).map_err(|(k, e)| {
+        let ops = replay.batch(rec.ops, self.keep_ops).map_err(|(k, e)| {
             let seq = rec
                 .seq
                 .map_or(String::new(), |s| format!("batch seq {s}, "));

@@ -5,6 +5,7 @@
 //! path is the previous op's (within one batch) is written short, without its path; arity
 //! tells the forms apart. `r` resets both tables. One encoder and one decoder per stream.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::{Op, OpError, Path, count, js_string, parse_path, path_value};
@@ -124,13 +125,30 @@ pub struct Decoder {
 pub type DecodeError = (Option<usize>, OpError);
 
 impl Decoder {
+    /// Decodes a batch that stays the caller's: the ops' values are copied out of it.
     pub fn decode(&mut self, batch: &Value) -> Result<Vec<Op>, DecodeError> {
         let Value::Array(ops) = batch else {
             return Err((None, OpError::type_error("op is not a tuple")));
         };
+        self.decode_each(ops.iter().map(Cow::Borrowed))
+    }
+
+    /// Decodes a batch given away: the ops' values are moved out of it, not copied (an
+    /// append's text, a set's value, a base's whole snapshot).
+    pub fn decode_owned(&mut self, batch: Value) -> Result<Vec<Op>, DecodeError> {
+        let Value::Array(ops) = batch else {
+            return Err((None, OpError::type_error("op is not a tuple")));
+        };
+        self.decode_each(ops.into_iter().map(Cow::Owned))
+    }
+
+    fn decode_each<'v>(
+        &mut self,
+        ops: impl ExactSizeIterator<Item = Cow<'v, Value>>,
+    ) -> Result<Vec<Op>, DecodeError> {
         let mut previous: Option<Path> = None;
         let mut out = Vec::with_capacity(ops.len());
-        for (k, op) in ops.iter().enumerate() {
+        for (k, op) in ops.enumerate() {
             if let Some(op) = self.one(op, &mut previous).map_err(|e| (Some(k), e))? {
                 out.push(op);
             }
@@ -138,15 +156,19 @@ impl Decoder {
         Ok(out)
     }
 
-    fn one(&mut self, op: &Value, previous: &mut Option<Path>) -> Result<Option<Op>, OpError> {
-        validate(op)?;
-        let Value::Array(t) = op else {
+    fn one(
+        &mut self,
+        mut op: Cow<'_, Value>,
+        previous: &mut Option<Path>,
+    ) -> Result<Option<Op>, OpError> {
+        validate(&op)?;
+        let Value::Array(t) = &*op else {
             unreachable!("validated")
         };
         let Value::String(verb) = &t[0] else {
             unreachable!("validated")
         };
-        let verb = verb[0] as u8;
+        let (verb, n) = (verb[0] as u8, t.len());
         if verb == b'#' {
             let id = count(&t[1]).expect("validated");
             self.paths.insert(id, parse_path(&t[2])?);
@@ -155,10 +177,10 @@ impl Decoder {
         if verb == b'r' {
             self.paths.clear();
             *previous = None;
-            return Ok(Some(Op::Replace(t[1].clone())));
+            return Ok(Some(Op::Replace(payload(&mut op, 1))));
         }
         let short = matches!(
-            (verb, t.len()),
+            (verb, n),
             (b'd', 1) | (b's' | b'a' | b't' | b'm', 2) | (b'p', 4)
         );
         let path = if short {
@@ -180,32 +202,41 @@ impl Decoder {
         if path.is_empty() && matches!(verb, b's' | b'd' | b'a' | b't') {
             return Err(OpError::unresolvable(&[]));
         }
-        let last = &t[t.len() - 1];
+        let last = &t[n - 1];
         Ok(Some(match verb {
-            b's' => Op::Set(path, last.clone()),
+            b's' => Op::Set(path, payload(&mut op, n - 1)),
             b'd' => Op::Delete(path),
             b'a' => {
-                let Value::String(s) = last else {
+                let Value::String(s) = payload(&mut op, n - 1) else {
                     unreachable!("validated")
                 };
-                Op::Append(path, s.clone())
+                Op::Append(path, s)
             }
             b't' => Op::Truncate(path, count(last).expect("validated")),
             b'p' => {
-                let n = t.len();
-                let Value::Array(items) = last else {
+                let (at, remove) = (count(&t[n - 3]), count(&t[n - 2]));
+                let Value::Array(items) = payload(&mut op, n - 1) else {
                     unreachable!("validated")
                 };
                 Op::Splice(
                     path,
-                    count(&t[n - 3]).expect("validated"),
-                    count(&t[n - 2]).expect("validated"),
-                    items.clone(),
+                    at.expect("validated"),
+                    remove.expect("validated"),
+                    items,
                 )
             }
             b'm' => Op::Permute(path, permutation(last)?),
             _ => unreachable!("validated"),
         }))
+    }
+}
+
+/// Element `i` of a validated op: moved out when the op is the decoder's, else copied.
+fn payload(op: &mut Cow<'_, Value>, i: usize) -> Value {
+    match op {
+        Cow::Borrowed(Value::Array(t)) => t[i].clone(),
+        Cow::Owned(Value::Array(t)) => std::mem::replace(&mut t[i], Value::Null),
+        _ => unreachable!("validated"),
     }
 }
 
