@@ -108,6 +108,17 @@ fn scratch(e: io::Error) -> io::Error {
 }
 
 impl Store {
+    /// Forgets value `id` (any id, `u64::MAX` too).
+    fn forget(&mut self, id: u64) -> io::Result<()> {
+        match id.checked_add(1) {
+            Some(next) => self.free(id, next),
+            None => {
+                self.dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
+                Ok(())
+            }
+        }
+    }
+
     /// Forgets the values with ids in `from..to`.
     fn free(&mut self, from: u64, to: u64) -> io::Result<()> {
         let mut dead = 0;
@@ -299,6 +310,11 @@ impl Reader {
         }
         out.extend_from_slice(&stored[copied..]);
         let rebuilt = out.len() as u64 + skipped;
+        if rebuilt > MAX_LINE as u64 {
+            return Err(Error::Malformed(format!(
+                "the line would be longer than {MAX_LINE} bytes"
+            )));
+        }
         for &[at, len, id] in &header.defs {
             let range = at
                 .checked_add(len)
@@ -311,7 +327,7 @@ impl Reader {
             {
                 // Forgotten, not left as it was: a later ref to `id` must not find an
                 // older value under the same id.
-                self.store.free(id, id + 1)?;
+                self.store.forget(id)?;
                 continue;
             }
             let shift: u64 = holes
@@ -1273,6 +1289,23 @@ mod tests {
         assert!(matches!(
             r.read(stale.as_bytes(), &mut buf),
             Err(Error::Missing(1))
+        ));
+        // The last id too, which has no id after it to end a range at.
+        let max = u64::MAX as usize;
+        r.read(
+            hand(&format!(r#"{{"x":{a}}}"#), &[], &[[5, 6, max]]).as_bytes(),
+            &mut buf,
+        )
+        .unwrap();
+        let lost = hand(r#"{"p":0}"#, &[(5, 9, "1234")], &[[5, 4, max]]);
+        assert!(matches!(
+            r.read(lost.as_bytes(), &mut buf),
+            Err(Error::Missing(9))
+        ));
+        let stale = hand(r#"{"z":0}"#, &[(5, u64::MAX, a)], &[]);
+        assert!(matches!(
+            r.read(stale.as_bytes(), &mut buf),
+            Err(Error::Missing(u64::MAX))
         ));
     }
 

@@ -132,7 +132,8 @@ impl Packer {
 /// values that repeat so that each is defined where it first occurs) into `out`, which is
 /// left to finish. `frame_size` bounds the input that may be kept to offer the frames the
 /// log as it was ([`Out::offer_same`]). With `threads` above 1, the inputs are read (lines
-/// split, checked, rows expanded) on this thread and packed on another, batches between.
+/// split, checked, rows expanded) on a thread of their own, beside the packing, with
+/// batches between: on a DSH log, reading was a third of the time.
 pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
     inputs: &[Input],
     open: OpenOptions,
@@ -200,8 +201,10 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
             let read = reading
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            read?;
-            packed.map_err(E::from)
+            // Packing failed on events read before anything reading then met (as on one
+            // thread, where each event is packed before the next is read).
+            packed.map_err(E::from)?;
+            read
         })?;
     }
     if let Some(s) = same.kept {

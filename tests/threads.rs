@@ -164,3 +164,41 @@ fn files_packed_on_two_threads_are_the_files_packed_on_one() {
         assert!(back == whole, "{args:?}: does not unpack to the inputs");
     }
 }
+
+#[test]
+fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
+    // Reading runs a few batches ahead of packing: a bad row it meets after a write
+    // failed must not take the write's place as the error.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Vec::new();
+    for n in 0..5_000 {
+        log.extend(
+            format!(
+                "{{\"type\":\"note\",\"n\":{n},\"pad\":\"{}\"}}\n",
+                "x".repeat(90)
+            )
+            .bytes(),
+        );
+    }
+    log.extend(br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}"#);
+    log.push(b'\n');
+    let path = dir.path().join("late-bad-row.jsonl");
+    std::fs::write(&path, &log).unwrap();
+    let run = |threads: &str| {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("sess"))
+            .args(["pack", "--plain", "--threads", threads])
+            .arg(&path)
+            .stdout(full)
+            .output()
+            .unwrap()
+    };
+    let (one, two) = (run("1"), run("2"));
+    let err = String::from_utf8_lossy(&one.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(one.status.code(), two.status.code());
+    assert_eq!(err, String::from_utf8_lossy(&two.stderr));
+}
