@@ -241,7 +241,7 @@ fn read_files<E: From<Error> + From<io::Error>>(
             open,
             LastLine::Verbatim,
             |_, ev| {
-                same.event(&ev);
+                same.event(ev);
                 stopped = !take(Step::Event(ev.bytes, ev.newline))?;
                 Ok::<_, E>(if stopped { Flow::Stop } else { Flow::More })
             },
