@@ -263,27 +263,39 @@ fn named_lines(report: &str, file: &str) -> Vec<u64> {
     named
 }
 
-#[test]
-fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = growing_log();
-    let packed = pack_small_frames(dir.path(), &log, 16384);
+/// `log` packed in frames of `frame_size` bytes, with a bit flipped in the middle of the
+/// frame holding line `line`: its path, and the frame's index entry.
+fn frame_of_line_damaged(
+    dir: &std::path::Path,
+    log: &[u8],
+    frame_size: usize,
+    line: u64,
+) -> (std::path::PathBuf, sess::frames::index::Entry) {
+    let packed = pack_small_frames(dir, log, frame_size);
     let mut z = std::fs::read(&packed).unwrap();
     let index = common::index_of(&z).0;
-    // A flip in the middle of the frame holding line 30: its histories are past 4 KiB, so
-    // each is defined for the next, and later lines need what it defines.
     let mut before = 0;
     let e = *index
         .entries
         .iter()
         .find(|e| {
             before += u64::from(e.lines);
-            before >= 30
+            before >= line
         })
         .unwrap();
     z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
-    let bad = dir.path().join("bad.zst");
+    let bad = dir.join("bad.zst");
     std::fs::write(&bad, &z).unwrap();
+    (bad, e)
+}
+
+#[test]
+fn verify_and_repair_name_every_line_a_damaged_frame_costs_by_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    // A flip in the frame holding line 30: its histories are past 4 KiB, so each is
+    // defined for the next, and later lines need what it defines.
+    let (bad, e) = frame_of_line_damaged(dir.path(), &log, 16384, 30);
     let name = bad.display().to_string();
     let original = lines(&log);
 
@@ -406,21 +418,7 @@ fn a_definition_outside_an_unresolved_ref_survives_it() {
     // was lost with those lines, and so was every later line.)
     let log = growing_log();
     let dir = tempfile::tempdir().unwrap();
-    let packed = pack_small_frames(dir.path(), &log, 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
-    let mut before = 0;
-    let e = *index
-        .entries
-        .iter()
-        .find(|e| {
-            before += u64::from(e.lines);
-            before >= 30
-        })
-        .unwrap();
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
-    let bad = dir.path().join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
+    let (bad, _) = frame_of_line_damaged(dir.path(), &log, 2048, 30);
     let out = sess()
         .args(["cat", "--recovery", "skip-corrupt"])
         .arg(&bad)
