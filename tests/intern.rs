@@ -210,6 +210,18 @@ fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
     }
 }
 
+/// The lines of `log` (numbers, 1-based) that `cat --recovery skip-corrupt` of its damaged
+/// packed copy `bad` does not give back; what it gives is checked to be lines of `log`.
+fn lost_reading_on(bad: &std::path::Path, log: &[u8]) -> Vec<u64> {
+    let out = sess()
+        .args(["cat", "--recovery", "skip-corrupt"])
+        .arg(bad)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    missing(&lines(log), &lines(&out.stdout))
+}
+
 /// The line numbers (1-based) of `original` that `kept` lacks; `kept` must be a
 /// subsequence of `original`.
 fn missing(original: &[&[u8]], kept: &[&[u8]]) -> Vec<u64> {
@@ -387,14 +399,7 @@ fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
     // The first frame defines the blob.
     let (bad, index) = first_frame_damaged(dir.path(), &log);
     let e = index.entries[0];
-    let out = sess()
-        .args(["cat", "--recovery", "skip-corrupt"])
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let original = lines(&log);
-    let gone = missing(&original, &lines(&out.stdout));
+    let gone = lost_reading_on(&bad, &log);
     // Lost: the frame, and the lines of the frames after it until the blob is defined
     // again (8 frames); never the rest.
     let reach: u64 = index.entries[..10].iter().map(|e| u64::from(e.lines)).sum();
@@ -412,21 +417,14 @@ fn a_value_every_line_repeats_is_defined_again_so_damage_stays_near() {
 fn a_definition_outside_an_unresolved_ref_survives_it() {
     // The growing history with a repeated blob: each line's history is a `[0` ref to the
     // last one, and the blob, whose definition lies more than 8 frames back, is defined
-    // again in lines that hold such a ref. A lost first frame breaks the chain of `[0`
-    // refs until a history is written whole (every 64th); the blob defined again in the
+    // again in lines that hold such a ref. A lost frame breaks the chain of `[0` refs
+    // until a history is written whole (every 64th); the blob defined again in the
     // lines of the broken chain is still read, so the loss ends there. (Before, the blob
     // was lost with those lines, and so was every later line.)
     let log = growing_log();
     let dir = tempfile::tempdir().unwrap();
     let (bad, _) = frame_of_line_damaged(dir.path(), &log, 2048, 30);
-    let out = sess()
-        .args(["cat", "--recovery", "skip-corrupt"])
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let original = lines(&log);
-    let gone = missing(&original, &lines(&out.stdout));
+    let gone = lost_reading_on(&bad, &log);
     let last = *gone.last().unwrap();
     // The chain ends at most 64 histories on, and nothing after it is lost.
     assert!(last - gone[0] <= 64, "lost through line {last}: {gone:?}");
