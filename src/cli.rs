@@ -70,9 +70,10 @@ pub struct IoArgs {
     pub strict: bool,
 
     /// Threads to use (default: every core; 1 keeps all on one). With two or more, a zstd
-    /// input is decompressed on a thread of its own, ahead of the rest; pack reads files on
-    /// one thread, packs on another and compresses frames on a third; stats of folders
-    /// reads that many logs at once. The output is the same bytes.
+    /// input is decompressed on a thread of its own, ahead of the rest, and output is
+    /// written on another; pack reads files on one thread, packs on another and compresses
+    /// frames on a third; stats of folders reads that many logs at once. The output is the
+    /// same bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),
           hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
@@ -95,8 +96,19 @@ impl IoArgs {
         }
     }
 
-    /// The output, refused when it is one of the inputs (or exists, without --force).
+    /// The output, refused when it is one of the inputs (or exists, without --force);
+    /// written on a thread of its own when there are threads to spare.
     pub fn sink(&self) -> sess::error::Result<sess::io::Sink> {
+        let sink = self.sink_here()?;
+        match self.threads > 1 {
+            true => sink.behind(),
+            false => Ok(sink),
+        }
+    }
+
+    /// [`IoArgs::sink`] written on the calling thread, for output much smaller than the
+    /// input (`pack`): a write there fails as it is made.
+    pub fn sink_here(&self) -> sess::error::Result<sess::io::Sink> {
         let inputs = Input::paths(&self.inputs());
         sess::io::Sink::open(self.output.as_deref(), &inputs, existing(self.force))
     }

@@ -167,8 +167,9 @@ fn files_packed_on_two_threads_are_the_files_packed_on_one() {
 
 #[test]
 fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
-    // Reading runs a few batches ahead of packing: a bad row it meets after a write
-    // failed must not take the write's place as the error.
+    // Reading runs a few batches ahead of packing, and writing a few blocks behind
+    // reading: a bad row met after a write failed must not take the write's place as the
+    // error, and a reader that went away (`| head`) still ends the command quietly.
     let dir = tempfile::tempdir().unwrap();
     let mut log = Vec::new();
     for n in 0..5_000 {
@@ -184,21 +185,33 @@ fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
     log.push(b'\n');
     let path = dir.path().join("late-bad-row.jsonl");
     std::fs::write(&path, &log).unwrap();
-    let run = |threads: &str| {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("sess"))
-            .args(["pack", "--plain", "--threads", threads])
-            .arg(&path)
-            .stdout(full)
-            .output()
-            .unwrap()
-    };
-    let (one, two) = (run("1"), run("2"));
-    let err = String::from_utf8_lossy(&one.stderr);
-    assert!(err.contains("No space left on device"), "{err}");
-    assert_eq!(one.status.code(), two.status.code());
-    assert_eq!(err, String::from_utf8_lossy(&two.stderr));
+    let commands: [&[&str]; 4] = [&["pack", "--plain"], &["cat"], &["unpack"], &["filter"]];
+    for args in commands {
+        let run = |threads: &str, out: std::process::Stdio| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("sess"))
+                .args(args)
+                .args(["--threads", threads])
+                .arg(&path)
+                .stdout(out)
+                .output()
+                .unwrap()
+        };
+        let full = || {
+            let f = std::fs::OpenOptions::new().write(true).open("/dev/full");
+            std::process::Stdio::from(f.unwrap())
+        };
+        let (one, two) = (run("1", full()), run("2", full()));
+        let err = String::from_utf8_lossy(&one.stderr);
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+        assert_eq!(one.status.code(), two.status.code(), "{args:?}");
+        assert_eq!(err, String::from_utf8_lossy(&two.stderr), "{args:?}");
+        let closed = || {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            std::process::Stdio::from(writer)
+        };
+        let (one, two) = (run("1", closed()), run("2", closed()));
+        assert!(one.status.success() && one.stderr.is_empty(), "{args:?}");
+        assert!(two.status.success() && two.stderr.is_empty(), "{args:?}");
+    }
 }

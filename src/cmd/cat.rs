@@ -109,11 +109,12 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         }
         _ => None,
     };
-    match (seekable, args.tail) {
-        (Some(mut file), Some(n)) => tail_frames(&mut file, n, &select, &mut sink)?,
-        (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink)?,
-        (None, _) => sequential(&args, &inputs, &select, g, &mut sink)?,
-    }
+    let read = match (seekable, args.tail) {
+        (Some(mut file), Some(n)) => tail_frames(&mut file, n, &select, &mut sink),
+        (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink),
+        (None, _) => sequential(&args, &inputs, &select, g, &mut sink),
+    };
+    super::settled(&mut sink, read)?;
     if select.seq.is_some() && !select.saw_seq.get() {
         eprintln!(
             "sess: warning: no event read has a top-level seq, so --seq selected none \

@@ -144,28 +144,33 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
     let mut sink = args.io.sink()?;
     let mut used: Vec<(String, String)> = Vec::new();
-    for input in &inputs {
-        filter.start_input(input.path());
-        super::each_event_or_row(
-            std::slice::from_ref(input),
-            args.io.open_options(g),
-            LastLine::Records,
-            &mut (&mut filter, &mut sink),
-            |(filter, sink), name, line| {
-                Ok(snapshots::is_row(line.bytes)
-                    && filter.row(line.bytes, (name, line.number), sink)?)
-            },
-            |(filter, sink), _, ev| {
-                filter.event(ev.bytes, ev.newline, sink)?;
-                Ok(Flow::More)
-            },
-        )?;
-        filter.end_input(&mut sink)?;
-        let profile = filter
-            .profile()
-            .map_or("none (undecided)", |p| p.name.as_str());
-        used.push((input.name(), profile.to_string()));
-    }
+    let mut read = || -> Result<()> {
+        for input in &inputs {
+            filter.start_input(input.path());
+            super::each_event_or_row(
+                std::slice::from_ref(input),
+                args.io.open_options(g),
+                LastLine::Records,
+                &mut (&mut filter, &mut sink),
+                |(filter, sink), name, line| {
+                    Ok(snapshots::is_row(line.bytes)
+                        && filter.row(line.bytes, (name, line.number), sink)?)
+                },
+                |(filter, sink), _, ev| {
+                    filter.event(ev.bytes, ev.newline, sink)?;
+                    Ok(Flow::More)
+                },
+            )?;
+            filter.end_input(&mut sink)?;
+            let profile = filter
+                .profile()
+                .map_or("none (undecided)", |p| p.name.as_str());
+            used.push((input.name(), profile.to_string()));
+        }
+        Ok(())
+    };
+    let read = read();
+    super::settled(&mut sink, read)?;
     sink.finish()?;
     if args.json {
         let mut report = filter.counts_json();

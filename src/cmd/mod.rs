@@ -19,6 +19,16 @@ use sess::event::{Event, LastLine};
 use sess::input::{Flow, Input, OpenOptions, Source};
 use sess::io::Line;
 
+/// What a command that wrote into `sink` while reading says when reading failed: a write
+/// that had failed before, still unsaid on the writing thread, is the error, as it is when
+/// one thread writes (so `sess cat bad.zst | head` ends as quietly on two threads).
+pub fn settled<T>(sink: &mut sess::io::Sink, read: Result<T>) -> Result<T> {
+    if read.is_err() {
+        sink.settle()?;
+    }
+    read
+}
+
 /// [`sess::event::each_event`] with the binary's error type, so that a command's closure
 /// can use `?` on anything.
 pub fn each_event(

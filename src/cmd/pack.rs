@@ -123,7 +123,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         let existing = crate::cli::existing(args.io.force);
         Sink::streaming(args.io.output.as_deref(), &paths, existing, args.fsync)?
     } else {
-        args.io.sink()?
+        args.io.sink_here()?
     };
     // DeepSeek Harness reads its own layout, which holds no interned lines.
     let interning = match (args.layout, args.plain, args.intern_min) {

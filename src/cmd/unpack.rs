@@ -38,7 +38,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut sink = args.io.sink()?;
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
-    super::each_event(
+    let read = super::each_event(
         &inputs,
         args.io.open_options(g),
         LastLine::Verbatim,
@@ -49,6 +49,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             }
             Ok(Flow::More)
         },
-    )?;
+    );
+    super::settled(&mut sink, read)?;
     Ok(sink.finish()?)
 }

@@ -3,6 +3,7 @@
 //! does to them.
 
 pub mod ahead;
+pub mod behind;
 pub mod lines;
 pub mod read;
 pub mod signals;

@@ -21,20 +21,58 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Place, Result};
 
+use super::behind::Behind;
 use super::signals::{self, TempGuard};
 
 const BUFFER: usize = 256 * 1024;
 
+/// A target's bytes on their way: buffered here, or written behind on a thread of its own
+/// ([`Sink::behind`]).
+enum Buffered<W: Write + Send + 'static> {
+    Here(BufWriter<W>),
+    Behind(Behind<W>),
+}
+
+impl<W: Write + Send + 'static> Buffered<W> {
+    fn new(inner: W) -> Buffered<W> {
+        Buffered::Here(BufWriter::with_capacity(BUFFER, inner))
+    }
+
+    fn behind(self) -> io::Result<Buffered<W>> {
+        Ok(match self {
+            Buffered::Here(w) => {
+                Buffered::Behind(Behind::new(w.into_inner().map_err(|e| e.into_error())?))
+            }
+            behind => behind,
+        })
+    }
+
+    /// Everything written, through to the writer, which is given back.
+    fn into_inner(self) -> io::Result<W> {
+        match self {
+            Buffered::Here(w) => w.into_inner().map_err(|e| e.into_error()),
+            Buffered::Behind(w) => w.finish(),
+        }
+    }
+
+    fn get_mut(&mut self) -> &mut dyn Write {
+        match self {
+            Buffered::Here(w) => w,
+            Buffered::Behind(w) => w,
+        }
+    }
+}
+
 enum Target {
-    Stdout(BufWriter<io::StdoutLock<'static>>),
+    Stdout(Buffered<io::Stdout>),
     Atomic {
-        writer: BufWriter<File>,
+        writer: Buffered<File>,
         temp: tempfile::TempPath,
         _guard: TempGuard,
         /// The file the temporary file replaces (a symlink's target).
         path: PathBuf,
     },
-    Direct(BufWriter<File>),
+    Direct(Buffered<File>),
     InPlace(InPlace),
 }
 
@@ -52,7 +90,7 @@ impl Sink {
     /// Stdout.
     pub fn stdout() -> Sink {
         Sink {
-            target: Target::Stdout(BufWriter::with_capacity(BUFFER, io::stdout().lock())),
+            target: Target::Stdout(Buffered::new(io::stdout())),
             name: "stdout".into(),
             written: 0,
         }
@@ -71,7 +109,7 @@ impl Sink {
         let guard = signals::guard_temp(temp.to_path_buf());
         Ok(Sink {
             target: Target::Atomic {
-                writer: BufWriter::with_capacity(BUFFER, file),
+                writer: Buffered::new(file),
                 temp,
                 _guard: guard,
                 path: real,
@@ -110,6 +148,45 @@ impl Sink {
         })
     }
 
+    /// The same output, written on a thread of its own (a file being written in place for
+    /// a stream is not: each of its flushes must reach the file before the next line is
+    /// read). Nothing may have been written yet.
+    pub fn behind(mut self) -> Result<Sink> {
+        let place = Place::file(&self.name);
+        self.target = match self.target {
+            Target::Stdout(w) => Target::Stdout(w.behind().at(Place::stdout(), "cannot write")?),
+            Target::Direct(w) => Target::Direct(w.behind().at(place, "cannot write")?),
+            Target::Atomic {
+                writer,
+                temp,
+                _guard,
+                path,
+            } => Target::Atomic {
+                writer: writer.behind().at(place, "cannot write")?,
+                temp,
+                _guard,
+                path,
+            },
+            in_place @ Target::InPlace(_) => in_place,
+        };
+        Ok(self)
+    }
+
+    /// For output written behind: waits for what was handed over to be written, and says
+    /// whether that failed (see [`Behind::settle`]). Other output is written as it goes.
+    pub fn settle(&mut self) -> io::Result<()> {
+        let settled = match &mut self.target {
+            Target::Stdout(Buffered::Behind(w)) => w.settle(),
+            Target::Direct(Buffered::Behind(w)) => w.settle(),
+            Target::Atomic {
+                writer: Buffered::Behind(w),
+                ..
+            } => w.settle(),
+            _ => Ok(()),
+        };
+        settled.map_err(|e| self.named(e))
+    }
+
     /// The bytes written so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -146,18 +223,18 @@ impl Sink {
     pub fn finish(self) -> Result<()> {
         let place = || Place::file(&self.name);
         match self.target {
-            Target::Stdout(mut w) => w.flush().at(Place::stdout(), "cannot write to stdout"),
-            Target::Direct(mut w) => w.flush().at(place(), "cannot write"),
+            Target::Stdout(w) => w
+                .into_inner()
+                .and_then(|mut out| out.flush())
+                .at(Place::stdout(), "cannot write to stdout"),
+            Target::Direct(w) => w.into_inner().map(drop).at(place(), "cannot write"),
             Target::Atomic {
                 writer,
                 temp,
                 _guard,
                 path,
             } => {
-                let file = writer
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .at(place(), "cannot write")?;
+                let file = writer.into_inner().at(place(), "cannot write")?;
                 file.sync_all().at(place(), "cannot sync")?;
                 temp.persist(&path)
                     .map_err(|e| e.error)
@@ -174,9 +251,9 @@ impl Sink {
 
     fn raw(&mut self) -> &mut dyn Write {
         match &mut self.target {
-            Target::Stdout(w) => w,
-            Target::Atomic { writer, .. } => writer,
-            Target::Direct(w) => w,
+            Target::Stdout(w) => w.get_mut(),
+            Target::Atomic { writer, .. } => writer.get_mut(),
+            Target::Direct(w) => w.get_mut(),
             Target::InPlace(w) => w,
         }
     }
@@ -300,7 +377,7 @@ fn resolve(path: Option<&Path>, inputs: &[PathBuf], existing: Existing) -> Resul
     if let Some(m) = &meta {
         check_target(&name, m, inputs, existing)?;
         if !m.is_file() {
-            let w = BufWriter::with_capacity(BUFFER, open_direct(p)?);
+            let w = Buffered::new(open_direct(p)?);
             return Ok(Resolved::Done(Sink {
                 target: Target::Direct(w),
                 name,
