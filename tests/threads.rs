@@ -171,27 +171,38 @@ fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
     // reading: a bad row met after a write failed must not take the write's place as the
     // error, and a reader that went away (`| head`) still ends the command quietly.
     let dir = tempfile::tempdir().unwrap();
-    let mut log = Vec::new();
-    for n in 0..5_000 {
-        log.extend(
-            format!(
-                "{{\"type\":\"note\",\"n\":{n},\"pad\":\"{}\"}}\n",
-                "x".repeat(90)
-            )
-            .bytes(),
-        );
+    let note = |n: usize, pad: usize| {
+        format!(
+            "{{\"type\":\"note\",\"n\":{},\"pad\":\"{}\"}}\n",
+            100_000 + n,
+            "x".repeat(pad)
+        )
+    };
+    let bad = br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}
+"#;
+    // A bad row after a few blocks of output; and after exactly one block (256 KiB of
+    // 128-byte lines), which one thread holds unwritten when it meets the row.
+    let mut logs = Vec::new();
+    for (name, lines, pad) in [("late", 5_000, 90), ("block", 2_048, 92)] {
+        let mut log: Vec<u8> = (0..lines).flat_map(|n| note(n, pad).into_bytes()).collect();
+        if name == "block" {
+            assert_eq!(log.len(), 256 * 1024);
+        }
+        log.extend_from_slice(bad);
+        let path = dir.path().join(format!("{name}-bad-row.jsonl"));
+        std::fs::write(&path, &log).unwrap();
+        logs.push(path);
     }
-    log.extend(br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}"#);
-    log.push(b'\n');
-    let path = dir.path().join("late-bad-row.jsonl");
-    std::fs::write(&path, &log).unwrap();
     let commands: [&[&str]; 4] = [&["pack", "--plain"], &["cat"], &["unpack"], &["filter"]];
-    for args in commands {
+    for (args, path) in commands
+        .iter()
+        .flat_map(|a| logs.iter().map(move |p| (a, p)))
+    {
         let run = |threads: &str, out: std::process::Stdio| {
             std::process::Command::new(assert_cmd::cargo::cargo_bin("sess"))
-                .args(args)
+                .args(*args)
                 .args(["--threads", threads])
-                .arg(&path)
+                .arg(path)
                 .stdout(out)
                 .output()
                 .unwrap()
@@ -200,18 +211,28 @@ fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
             let f = std::fs::OpenOptions::new().write(true).open("/dev/full");
             std::process::Stdio::from(f.unwrap())
         };
-        let (one, two) = (run("1", full()), run("2", full()));
-        let err = String::from_utf8_lossy(&one.stderr);
-        assert!(err.contains("No space left on device"), "{args:?}: {err}");
-        assert_eq!(one.status.code(), two.status.code(), "{args:?}");
-        assert_eq!(err, String::from_utf8_lossy(&two.stderr), "{args:?}");
         let closed = || {
             let (reader, writer) = std::io::pipe().unwrap();
             drop(reader);
             std::process::Stdio::from(writer)
         };
-        let (one, two) = (run("1", closed()), run("2", closed()));
-        assert!(one.status.success() && one.stderr.is_empty(), "{args:?}");
-        assert!(two.status.success() && two.stderr.is_empty(), "{args:?}");
+        let late = path.ends_with("late-bad-row.jsonl");
+        for (out, what) in [
+            (&full as &dyn Fn() -> std::process::Stdio, "/dev/full"),
+            (&closed, "a closed pipe"),
+        ] {
+            let (one, two) = (run("1", out()), run("2", out()));
+            let err = String::from_utf8_lossy(&one.stderr);
+            let case = format!("{args:?} {} into {what}", path.display());
+            assert_eq!(one.status.code(), two.status.code(), "{case}");
+            assert_eq!(err, String::from_utf8_lossy(&two.stderr), "{case}");
+            // After a few blocks, the write fails first: a full disk is the error, a
+            // reader gone is none.
+            if late && what == "/dev/full" {
+                assert!(err.contains("No space left on device"), "{case}: {err}");
+            } else if late {
+                assert!(one.status.success() && err.is_empty(), "{case}: {err}");
+            }
+        }
     }
 }

@@ -8,12 +8,15 @@
 //! more is written.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// The bytes a block gathers before it is handed over.
-const BLOCK: usize = 256 * 1024;
+/// The bytes a block gathers before it is handed over: the size of the buffer the sink
+/// writes through on one thread, so that both write the same bytes at the same points
+/// (and a write that fails, fails after the same lines).
+pub const BLOCK: usize = 256 * 1024;
 
 /// How many full blocks may wait for the thread.
 const IN_FLIGHT: usize = 2;
@@ -23,12 +26,35 @@ enum Msg {
     /// Flush the writer and say when done (the outcome is in [`Failed`]).
     Flush(SyncSender<()>),
     /// Say when every block before is written.
-    Sync(SyncSender<()>),
+    Settle(SyncSender<()>),
 }
 
 /// The writer's first error, kind and text, shared: the thread sets it, the caller's next
-/// write or flush returns it.
-type Failed = Arc<Mutex<Option<(io::ErrorKind, String)>>>;
+/// write or flush returns it. The flag is what the caller looks at on every write, so
+/// that a write costs no lock.
+#[derive(Default)]
+struct Failed {
+    any: AtomicBool,
+    first: Mutex<Option<(io::ErrorKind, String)>>,
+}
+
+impl Failed {
+    fn set(&self, e: io::Error) {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert((e.kind(), e.to_string()));
+        self.any.store(true, Ordering::Release);
+    }
+
+    fn get(&self) -> io::Result<()> {
+        if !self.any.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match &*self.first.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((kind, text)) => Err(io::Error::new(*kind, text.clone())),
+            None => Ok(()),
+        }
+    }
+}
 
 /// `inner`, written on a thread of its own. [`Behind::finish`] gives it back.
 pub struct Behind<W: Write + Send + 'static> {
@@ -37,23 +63,20 @@ pub struct Behind<W: Write + Send + 'static> {
     /// Buffers the thread is done with.
     spare: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<W>>,
-    failed: Failed,
+    failed: Arc<Failed>,
 }
 
 impl<W: Write + Send + 'static> Behind<W> {
     pub fn new(mut inner: W) -> Behind<W> {
         let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
         let (give_back, spare) = sync_channel::<Vec<u8>>(IN_FLIGHT + 1);
-        let failed = Failed::default();
+        let failed = Arc::new(Failed::default());
         let seen = Arc::clone(&failed);
         let thread = std::thread::Builder::new()
             .name("sess-write".into())
             .spawn(move || {
-                let fail = |e: io::Error| {
-                    let mut f = seen.lock().unwrap_or_else(|p| p.into_inner());
-                    f.get_or_insert((e.kind(), e.to_string()));
-                };
-                let ok = || seen.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+                let fail = |e: io::Error| seen.set(e);
+                let ok = || seen.get().is_ok();
                 for msg in rx {
                     match msg {
                         Msg::Block(mut b) => {
@@ -69,7 +92,7 @@ impl<W: Write + Send + 'static> Behind<W> {
                             }
                             let _ = done.send(());
                         }
-                        Msg::Sync(done) => {
+                        Msg::Settle(done) => {
                             let _ = done.send(());
                         }
                     }
@@ -88,10 +111,7 @@ impl<W: Write + Send + 'static> Behind<W> {
 
     /// The writer's first error, if it has had one.
     fn check(&self) -> io::Result<()> {
-        match &*self.failed.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some((kind, text)) => Err(io::Error::new(*kind, text.clone())),
-            None => Ok(()),
-        }
+        self.failed.get()
     }
 
     /// Hands the block over (when it holds bytes); an error when the writer has failed.
@@ -111,25 +131,37 @@ impl<W: Write + Send + 'static> Behind<W> {
     fn send(&mut self, msg: Msg) -> io::Result<()> {
         let tx = self.tx.as_ref().expect("not finished");
         if tx.send(msg).is_err() {
-            // The thread ended before it was told to: it panicked, which joining says.
-            if let Some(t) = self.thread.take()
-                && let Err(panic) = t.join()
-            {
-                std::panic::resume_unwind(panic);
-            }
-            return Err(io::Error::other("the writing thread ended"));
+            return Err(self.ended());
         }
         Ok(())
     }
 
-    /// Waits for the blocks handed over to be written (not the one being filled), and
-    /// says whether writing them failed. On one thread a write fails as its block is
-    /// handed over; a caller that meets another error can ask which came first.
-    pub fn settle(&mut self) -> io::Result<()> {
+    /// The thread ended before it was told to: it panicked, which joining passes on.
+    fn ended(&mut self) -> io::Error {
+        if let Some(t) = self.thread.take()
+            && let Err(panic) = t.join()
+        {
+            std::panic::resume_unwind(panic);
+        }
+        io::Error::other("the writing thread ended")
+    }
+
+    /// Sends `ask` (a message carrying `done`) and waits for the thread to answer, then
+    /// says whether the writer has failed.
+    fn ask(&mut self, ask: impl FnOnce(SyncSender<()>) -> Msg) -> io::Result<()> {
         let (done, wait) = sync_channel(1);
-        self.send(Msg::Sync(done))?;
-        let _ = wait.recv();
+        self.send(ask(done))?;
+        if wait.recv().is_err() {
+            return Err(self.ended());
+        }
         self.check()
+    }
+
+    /// Waits for the blocks handed over to be written (not the one being filled), and
+    /// says whether writing them failed. Blocks are handed over where a `BufWriter` on one
+    /// thread writes, so a caller that meets another error can ask which came first.
+    pub fn settle(&mut self) -> io::Result<()> {
+        self.ask(Msg::Settle)
     }
 
     /// Writes what is left, and gives the writer back (flushed), or the first error.
@@ -166,16 +198,20 @@ impl<W: Write + Send + 'static> Write for Behind<W> {
         Ok(buf.len())
     }
 
-    fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+    /// Hands a block over where a `BufWriter` of [`BLOCK`] bytes writes its buffer: when
+    /// the next bytes would not fit. Bytes of a block's size or more go straight after it.
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.check()?;
-        while !buf.is_empty() {
-            let room = BLOCK.saturating_sub(self.block.len()).max(1);
-            let (now, rest) = buf.split_at(room.min(buf.len()));
-            self.block.extend_from_slice(now);
-            buf = rest;
-            if self.block.len() >= BLOCK {
-                self.hand_over()?;
-            }
+        if self.block.len() + buf.len() > BLOCK {
+            self.hand_over()?;
+        }
+        if buf.len() < BLOCK {
+            self.block.extend_from_slice(buf);
+            return Ok(());
+        }
+        for piece in buf.chunks(BLOCK) {
+            self.block.extend_from_slice(piece);
+            self.hand_over()?;
         }
         Ok(())
     }
@@ -183,11 +219,7 @@ impl<W: Write + Send + 'static> Write for Behind<W> {
     /// Writes everything handed over so far through to the writer, and flushes it.
     fn flush(&mut self) -> io::Result<()> {
         self.hand_over()?;
-        let (done, wait) = sync_channel(1);
-        self.send(Msg::Flush(done))?;
-        // No answer: the thread panicked, and the next call says so.
-        let _ = wait.recv();
-        self.check()
+        self.ask(Msg::Flush)
     }
 }
 
@@ -254,6 +286,28 @@ mod tests {
         w.write_all(&want).unwrap();
         drop(w);
         assert!(*seen.0.lock().unwrap() == want);
+    }
+
+    /// Panics when written to.
+    #[derive(Debug)]
+    struct Panics;
+
+    impl Write for Panics {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            panic!("the writer broke");
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "the writer broke")]
+    fn a_writer_that_panics_is_not_a_flush_that_worked() {
+        let mut w = Behind::new(Panics);
+        w.write_all(&[b'x'; BLOCK]).unwrap();
+        let _ = w.flush();
     }
 
     #[test]

@@ -24,7 +24,8 @@ use crate::error::{Error, IoContext, Place, Result};
 use super::behind::Behind;
 use super::signals::{self, TempGuard};
 
-const BUFFER: usize = 256 * 1024;
+/// One block of [`Behind`]: written here or there, output is written at the same points.
+const BUFFER: usize = super::behind::BLOCK;
 
 /// A target's bytes on their way: buffered here, or written behind on a thread of its own
 /// ([`Sink::behind`]).
@@ -55,7 +56,7 @@ impl<W: Write + Send + 'static> Buffered<W> {
         }
     }
 
-    fn get_mut(&mut self) -> &mut dyn Write {
+    fn as_write(&mut self) -> &mut dyn Write {
         match self {
             Buffered::Here(w) => w,
             Buffered::Behind(w) => w,
@@ -150,7 +151,7 @@ impl Sink {
 
     /// The same output, written on a thread of its own (a file being written in place for
     /// a stream is not: each of its flushes must reach the file before the next line is
-    /// read). Nothing may have been written yet.
+    /// read).
     pub fn behind(mut self) -> Result<Sink> {
         let place = Place::file(&self.name);
         self.target = match self.target {
@@ -251,9 +252,9 @@ impl Sink {
 
     fn raw(&mut self) -> &mut dyn Write {
         match &mut self.target {
-            Target::Stdout(w) => w.get_mut(),
-            Target::Atomic { writer, .. } => writer.get_mut(),
-            Target::Direct(w) => w.get_mut(),
+            Target::Stdout(w) => w.as_write(),
+            Target::Atomic { writer, .. } => writer.as_write(),
+            Target::Direct(w) => w.as_write(),
             Target::InPlace(w) => w,
         }
     }
