@@ -28,6 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
+use std::ops::RangeInclusive;
 use std::os::unix::fs::FileExt;
 
 use serde::Deserialize;
@@ -108,27 +109,23 @@ fn scratch(e: io::Error) -> io::Error {
 }
 
 impl Store {
-    /// Forgets value `id` (any id, `u64::MAX` too).
+    /// Forgets value `id`.
     fn forget(&mut self, id: u64) -> io::Result<()> {
-        match id.checked_add(1) {
-            Some(next) => self.free(id, next),
-            None => {
-                self.dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
-                Ok(())
-            }
-        }
+        self.free(id..=id)
     }
 
-    /// Forgets the values with ids in `from..to`.
-    fn free(&mut self, from: u64, to: u64) -> io::Result<()> {
+    /// Forgets the values with ids in `ids` (inclusive, so that any id can be named, the
+    /// last one too).
+    fn free(&mut self, ids: RangeInclusive<u64>) -> io::Result<()> {
         let mut dead = 0;
-        if to.saturating_sub(from) <= self.at.len() as u64 {
-            for id in from..to {
+        let many = ids.end().saturating_sub(*ids.start()).saturating_add(1);
+        if many <= self.at.len() as u64 {
+            for id in ids {
                 dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
             }
         } else {
             self.at.retain(|id, &mut (_, len)| {
-                let keep = !(from..to).contains(id);
+                let keep = !ids.contains(id);
                 dead += if keep { 0 } else { len as u64 };
                 keep
             });
@@ -342,12 +339,11 @@ impl Reader {
             if from > to {
                 return Err(Error::Malformed(format!("a free range {from}..{to}")));
             }
-            self.store.free(from, to)?;
+            if from < to {
+                self.store.free(from..=to - 1)?;
+            }
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Appends what a ref stands for to `out`: value `id` whole, or its first `len` bytes
@@ -809,7 +805,7 @@ impl Writer {
 
     /// Value `id` will not be referred to again: the writer forgets it, and so will readers.
     fn forget(&mut self, id: u64) -> io::Result<()> {
-        self.store.free(id, id + 1)?;
+        self.store.forget(id)?;
         match self.free.last_mut() {
             Some(r) if r[1] == id => r[1] = id + 1,
             _ => self.free.push([id, id + 1]),
@@ -1199,7 +1195,7 @@ mod tests {
             put += value(id).len() as u64;
             // Keep two of every 7; free the others, five at a time.
             if id % 7 == 6 {
-                store.free(id - 5, id).unwrap();
+                store.free(id - 5..=id - 1).unwrap();
             }
         }
         assert!(store.len < put / 2, "compacted: {} of {put}", store.len);
