@@ -853,11 +853,15 @@ mod tests {
             (m.tag, m.seq, m.time, m.text),
             (RowKind::Text, 3, 10, &b"\"hi\""[..])
         );
+        // The member with its time spelled `t`.
+        let time = |t: &str| ok.replace("\"time\":10", &format!("\"time\":{t}"));
+        // The member with its text (`"hi"`) spelled `t`.
+        let text = |t: &str| ok.replace("\"hi\"", t);
         for bad in [
             ok.replace("\"seq\":3", "\"seq\":3.0"),
             ok.replace("\"seq\":3", "\"seq\":-1"),
             ok.replace("\"turn\":1", "\"turn\":1.0"),
-            ok.replace("\"hi\"", "\"\\u0068i\""),
+            text("\"\\u0068i\""),
             ok.replace(
                 "\"type\":\"assistant/chunk\",",
                 "\"type\":\"assistant/chunk\", ",
@@ -865,27 +869,27 @@ mod tests {
             ok.clone() + " ",
             ok.replace("text-delta", "block-start"),
             // Numbers JavaScript never prints so, or that are not safe integers.
-            ok.replace("\"time\":10", "\"time\":-0"),
-            ok.replace("\"time\":10", "\"time\":010"),
-            ok.replace("\"time\":10", "\"time\":1e1"),
-            ok.replace("\"time\":10", "\"time\":10E0"),
-            ok.replace("\"time\":10", "\"time\":9007199254740992"),
-            ok.replace("\"time\":10", "\"time\":-9007199254740992"),
-            ok.replace("\"time\":10", "\"time\":12345678901234567"),
-            ok.replace("\"time\":10", "\"time\":-"),
+            time("-0"),
+            time("010"),
+            time("1e1"),
+            time("10E0"),
+            time("9007199254740992"),
+            time("-9007199254740992"),
+            time("12345678901234567"),
+            time("-"),
             // Strings JSON.stringify never writes so.
-            ok.replace("\"hi\"", "\"h\ti\""),
-            ok.replace("\"hi\"", "\"h\\/i\""),
-            ok.replace("\"hi\"", "\"h\\u00e9\""),
+            text("\"h\ti\""),
+            text("\"h\\/i\""),
+            text("\"h\\u00e9\""),
         ] {
             assert!(parse_member(bad.as_bytes()).is_none(), "{bad}");
         }
         for good in [
-            ok.replace("\"time\":10", "\"time\":9007199254740991"),
-            ok.replace("\"time\":10", "\"time\":-9007199254740991"),
-            ok.replace("\"time\":10", "\"time\":0"),
-            ok.replace("\"hi\"", "\"h\\ni é \\\"\""),
-            ok.replace("\"hi\"", "\"h\\u0001\""),
+            time("9007199254740991"),
+            time("-9007199254740991"),
+            time("0"),
+            text("\"h\\ni é \\\"\""),
+            text("\"h\\u0001\""),
         ] {
             assert!(parse_member(good.as_bytes()).is_some(), "{good}");
         }
