@@ -253,7 +253,8 @@ fn read_files<E: From<Error> + From<io::Error>>(
     Ok(())
 }
 
-/// The packing side of [`pack_files`] on a thread of its own.
+/// The packing side of [`pack_files`] on two threads: it stays on the calling thread,
+/// where the output is (stdout cannot move), and takes what the reading thread sends.
 fn pack_batches<W: Write>(
     rx: &Receiver<Msg>,
     packer: &mut Packer,

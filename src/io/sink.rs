@@ -56,6 +56,15 @@ impl<W: Write + Send + 'static> Buffered<W> {
         }
     }
 
+    /// Waits for what was handed over to be written, and says whether that failed (see
+    /// [`Behind::settle`]); a `BufWriter` writes as it goes.
+    fn settle(&mut self) -> io::Result<()> {
+        match self {
+            Buffered::Here(_) => Ok(()),
+            Buffered::Behind(w) => w.settle(),
+        }
+    }
+
     fn as_write(&mut self) -> &mut dyn Write {
         match self {
             Buffered::Here(w) => w,
@@ -177,13 +186,9 @@ impl Sink {
     /// whether that failed (see [`Behind::settle`]). Other output is written as it goes.
     pub fn settle(&mut self) -> io::Result<()> {
         let settled = match &mut self.target {
-            Target::Stdout(Buffered::Behind(w)) => w.settle(),
-            Target::Direct(Buffered::Behind(w)) => w.settle(),
-            Target::Atomic {
-                writer: Buffered::Behind(w),
-                ..
-            } => w.settle(),
-            _ => Ok(()),
+            Target::Stdout(w) => w.settle(),
+            Target::Direct(w) | Target::Atomic { writer: w, .. } => w.settle(),
+            Target::InPlace(_) => Ok(()),
         };
         settled.map_err(|e| self.named(e))
     }
@@ -253,8 +258,7 @@ impl Sink {
     fn raw(&mut self) -> &mut dyn Write {
         match &mut self.target {
             Target::Stdout(w) => w.as_write(),
-            Target::Atomic { writer, .. } => writer.as_write(),
-            Target::Direct(w) => w.as_write(),
+            Target::Direct(w) | Target::Atomic { writer: w, .. } => w.as_write(),
             Target::InPlace(w) => w,
         }
     }
