@@ -62,6 +62,13 @@ impl Packer {
         }
     }
 
+    /// A packer whose snapshot rows are estimated, not built: see
+    /// [`snapshots::SnapshotPacker::estimating`]. What it writes is only to be counted.
+    pub fn estimating(mut self) -> Packer {
+        self.snapshots = snapshots::SnapshotPacker::estimating();
+        self
+    }
+
     /// A new input begins: its profile is chosen again (`path` when it is a file).
     pub fn start_input(&mut self, path: Option<&Path>) {
         self.profile.start_input(path);

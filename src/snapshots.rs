@@ -247,7 +247,19 @@ struct SnapshotRun {
     /// `,[batch],[batch]...` without the leading comma for the first.
     batches: Vec<u8>,
     count: usize,
-    last: Value,
+    last: Last,
+}
+
+/// What the next event of a run is compared with.
+enum Last {
+    /// The last value, and what rebuilds it, as the unpacker will hold them.
+    Checked(Box<Checked>),
+    /// Only the last event's bytes: batches are estimated (see [`SnapshotPacker::estimating`]).
+    Bytes(Vec<u8>),
+}
+
+struct Checked {
+    value: Value,
     encoder: WireEncoder,
     /// Mirrors the unpacker's decoder, to check each batch before it is written.
     decoder: Decoder,
@@ -262,6 +274,8 @@ struct SnapshotRun {
 #[derive(Default)]
 pub struct SnapshotPacker {
     run: Option<SnapshotRun>,
+    /// Writes stand-ins for batches instead of checked ones.
+    estimating: bool,
     pub rows: u64,
     pub packed_events: u64,
 }
@@ -270,6 +284,19 @@ pub struct SnapshotPacker {
 pub type Group = (String, Option<Vec<u8>>);
 
 impl SnapshotPacker {
+    /// A packer whose rows are only counted (`sess stats`): each batch is a stand-in of
+    /// about the size of the real one, `[["~",N,"CHANGED"],...]` with one op for each range
+    /// [`crate::delta::approx::changed`] finds, holding its bytes. It assumes that every
+    /// event that follows a run's first one would be rebuilt exactly (true of any producer
+    /// that writes JSON as sess does), and starts a new run when more than half of an event
+    /// changed. It costs a fraction of diffing and checking, and its rows cannot be unpacked.
+    pub fn estimating() -> SnapshotPacker {
+        SnapshotPacker {
+            estimating: true,
+            ..SnapshotPacker::default()
+        }
+    }
+
     /// Takes a snapshot frame: it joins the open run, or starts a new one. Returns false,
     /// having ended the open run, for a line that cannot be rebuilt byte for byte (not
     /// written exactly as sess writes its value, and perhaps a `\r`): the caller writes it
@@ -293,6 +320,16 @@ impl SnapshotPacker {
         let Some(value) = Value::parse_canonical(line) else {
             return Ok(false);
         };
+        let last = match self.estimating {
+            true => Last::Bytes(line.to_vec()),
+            false => Last::Checked(Box::new(Checked {
+                spelled: Spelled::of(Some(&value)),
+                value,
+                encoder: WireEncoder::default(),
+                decoder: Decoder::default(),
+                ends: Ends::default(),
+            })),
+        };
         self.run = Some(SnapshotRun {
             frame_type,
             key,
@@ -300,58 +337,34 @@ impl SnapshotPacker {
             first: line.to_vec(),
             batches: Vec::new(),
             count: 1,
-            spelled: Spelled::of(Some(&value)),
-            last: value,
-            encoder: WireEncoder::default(),
-            decoder: Decoder::default(),
-            ends: Ends::default(),
+            last,
         });
         Ok(true)
     }
 
-    /// Adds the event to the open run if its batch rebuilds it exactly. The ops are found
-    /// from the last event's text and this one, and applied to the last value in place: if
-    /// the check fails the run ends anyway.
+    /// Adds the event to the open run if its batch rebuilds it (or, estimating, if less
+    /// than half of it changed).
     fn join(&mut self, line: &[u8]) -> bool {
         let run = self.run.as_mut().expect("joins only an open run");
         if json::field(line, "type") != json::field(&run.first, "type") {
             return false;
         }
-        let mut ends = Ends::default();
-        let Some(ops) = diff_text_with(
-            run.spelled.text(),
-            line,
-            Limits::default(),
-            &run.ends,
-            &mut ends,
-        ) else {
-            return false;
+        let batch = match &mut run.last {
+            Last::Checked(checked) => checked.batch(line),
+            Last::Bytes(last) => stand_in(last, line),
         };
-        if is_base(&ops) {
-            return false;
-        }
-        let wire = run.encoder.encode(&ops);
-        let mut rebuilt = Some(std::mem::replace(&mut run.last, Value::Null));
-        let spelled = &mut run.spelled;
-        let applied = run.decoder.decode(&wire).ok().is_some_and(|ops| {
-            ops.into_iter()
-                .try_for_each(|op| spelled.apply(&mut rebuilt, op))
-                .is_ok()
-        });
-        // The bytes are compared: what unpack writes is what is checked, and it is written
-        // as here, kept in step with the ops from the value unpack holds.
-        let Some(rebuilt) = rebuilt.filter(|_| applied && spelled.text() == line) else {
-            // The encoder and decoder have seen this batch: the run cannot go on.
+        let Some(batch) = batch else {
             return false;
         };
         if run.count > 1 {
             run.batches.push(b',');
         }
-        run.batches.extend_from_slice(&wire.to_json());
+        run.batches.extend_from_slice(&batch);
         run.count += 1;
-        run.last = rebuilt;
-        // The kept text is now this line, whose ends the diff found.
-        run.ends = ends;
+        if let Last::Bytes(last) = &mut run.last {
+            last.clear();
+            last.extend_from_slice(line);
+        }
         true
     }
 
@@ -381,6 +394,102 @@ impl SnapshotPacker {
         }
         out.write_all(b"\n")
     }
+}
+
+impl Checked {
+    /// The batch that carries the last event to `line`, if it rebuilds its exact bytes.
+    /// The ops are found from the last event's text and this one, and applied to the last
+    /// value in place: if the check fails the run ends anyway.
+    fn batch(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+        let mut ends = Ends::default();
+        let ops = diff_text_with(
+            self.spelled.text(),
+            line,
+            Limits::default(),
+            &self.ends,
+            &mut ends,
+        )?;
+        if is_base(&ops) {
+            return None;
+        }
+        let wire = self.encoder.encode(&ops);
+        let mut rebuilt = Some(std::mem::replace(&mut self.value, Value::Null));
+        let spelled = &mut self.spelled;
+        let applied = self.decoder.decode(&wire).ok().is_some_and(|ops| {
+            ops.into_iter()
+                .try_for_each(|op| spelled.apply(&mut rebuilt, op))
+                .is_ok()
+        });
+        // The bytes are compared: what unpack writes is what is checked, and it is written
+        // as here, kept in step with the ops from the value unpack holds.
+        // The encoder and decoder have seen this batch: if it fails, the run cannot go on.
+        self.value = rebuilt.filter(|_| applied && spelled.text() == line)?;
+        // The kept text is now this line, whose ends the diff found.
+        self.ends = ends;
+        Some(wire.to_json())
+    }
+}
+
+/// A batch of about the size of the one that carries `last` to `line`: see
+/// [`SnapshotPacker::estimating`]. None when more than half of `line` changed.
+fn stand_in(last: &[u8], line: &[u8]) -> Option<Vec<u8>> {
+    let mut batch = b"[".to_vec();
+    let mut n = 0;
+    let changed = crate::delta::approx::changed(last, line, |r, replaced| {
+        if n > 0 {
+            batch.push(b',');
+        }
+        // Inserted bytes are appended to a string, or are a value put in an array or an
+        // object: an op holds just them. Replaced ones are in a value set whole.
+        let (verb, r) = match replaced {
+            true => ("s", whole_value(line, r)),
+            false => ("a", r),
+        };
+        // Each change at a path of its own, as ops name theirs.
+        batch.extend_from_slice(format!(r#"["{verb}",{n},""#).as_bytes());
+        n += 1;
+        // Quotes and backslashes stand in for themselves as other bytes, so the stand-in
+        // is a JSON string (interning walks it) of the bytes' length.
+        batch.extend(line[r].iter().map(|&b| match b {
+            b'"' => b'\'',
+            b'\\' => b'/',
+            b => b,
+        }));
+        batch.extend_from_slice(b"\"]");
+    });
+    batch.push(b']');
+    (changed * 2 <= line.len()).then_some(batch)
+}
+
+/// `r` widened to the value around it, as an op would hold it: the string it lies in
+/// (its quotes are the nearest unescaped ones, the first after a colon, comma or bracket
+/// and the last before one), else the token (up to a quote, comma, colon or bracket).
+/// Looks at most [`REACH`] bytes each way.
+fn whole_value(line: &[u8], r: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    const REACH: usize = 4096;
+    let escaped = |at: usize| at > 0 && line[at - 1] == b'\\';
+    let opens = |at: usize| at > 0 && matches!(line[at - 1], b':' | b',' | b'[');
+    let closes = |at: usize| matches!(line.get(at + 1), Some(b',' | b'}' | b']'));
+    let from = r.start.saturating_sub(REACH);
+    let left = memchr::memrchr_iter(b'"', &line[from..r.start])
+        .map(|p| from + p)
+        .find(|&p| !escaped(p));
+    let to = (r.end + REACH).min(line.len());
+    let right = memchr::memchr_iter(b'"', &line[r.end..to])
+        .map(|p| r.end + p)
+        .find(|&p| !escaped(p));
+    if let (Some(l), Some(q)) = (left, right)
+        && opens(l)
+        && closes(q)
+    {
+        return l + 1..q;
+    }
+    let ends = |b: &u8| matches!(b, b'"' | b',' | b':' | b'[' | b']' | b'{' | b'}');
+    let before = &line[r.start.saturating_sub(64)..r.start];
+    let start = r.start - before.iter().rev().take_while(|b| !ends(b)).count();
+    let after = &line[r.end..(r.end + 64).min(line.len())];
+    let end = r.end + after.iter().take_while(|b| !ends(b)).count();
+    start..end
 }
 
 /// A line without its last `\r`, and whether it had one.

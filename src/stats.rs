@@ -66,6 +66,7 @@ pub struct Stats {
     filtered: ByteCount,
     /// The first value found at one of the profile's version paths.
     version: Option<String>,
+    accuracy: Accuracy,
 }
 
 #[derive(Debug, Serialize)]
@@ -136,15 +137,18 @@ pub struct PackEstimate {
     pub frames: u64,
     /// The estimate: the frames, compressed, and their index.
     pub bytes: u64,
+    /// How snapshot rows were counted.
+    pub accuracy: Accuracy,
 }
 
-impl From<Estimated> for PackEstimate {
-    fn from(e: Estimated) -> PackEstimate {
+impl PackEstimate {
+    fn new(e: Estimated, accuracy: Accuracy) -> PackEstimate {
         PackEstimate {
             interned_bytes: e.interned,
             referenced_bytes: e.referenced,
             frames: e.frames,
             bytes: e.packed,
+            accuracy,
         }
     }
 }
@@ -162,9 +166,21 @@ pub struct Totals {
     pub filtered_bytes: u64,
 }
 
+/// How what `sess pack` would write is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accuracy {
+    /// Packed as `sess pack` packs, except that snapshot rows are estimated from the bytes
+    /// that changed between frames ([`crate::delta::approx`]) instead of diffed and checked.
+    #[default]
+    Estimate,
+    /// Packed as `sess pack` packs (`--exact`).
+    Exact,
+}
+
 impl Stats {
     /// Statistics of the input named `name` (`path` when it is a file).
-    pub fn new(name: &str, path: Option<&Path>) -> Stats {
+    pub fn new(name: &str, path: Option<&Path>, accuracy: Accuracy) -> Stats {
         let opts = FilterOptions {
             per_kind: true,
             ..FilterOptions::default()
@@ -182,10 +198,11 @@ impl Stats {
             detector: Detector::new(registry::all(), path),
             kinds,
             events: Tally::default(),
-            pack: PackSide::Here(Box::new(Simulation::new(path))),
+            pack: PackSide::Here(Box::new(Simulation::new(path, accuracy))),
             filter,
             filtered: ByteCount::default(),
             version: None,
+            accuracy,
         }
     }
 
@@ -315,7 +332,7 @@ impl Stats {
             events: self.events.count,
             event_bytes: self.events.bytes,
             packed_bytes: estimated.plain,
-            pack: estimated.into(),
+            pack: PackEstimate::new(estimated, self.accuracy),
             filter_profile: self
                 .filter
                 .profile()
@@ -335,8 +352,11 @@ struct Simulation {
 }
 
 impl Simulation {
-    fn new(path: Option<&Path>) -> Simulation {
-        let mut packer = Packer::default();
+    fn new(path: Option<&Path>, accuracy: Accuracy) -> Simulation {
+        let mut packer = match accuracy {
+            Accuracy::Estimate => Packer::default().estimating(),
+            Accuracy::Exact => Packer::default(),
+        };
         packer.start_input(path);
         Simulation {
             packer,
@@ -560,9 +580,13 @@ impl FileReport {
             self.filter_profile
         );
         let p = &self.pack;
+        let how = match p.accuracy {
+            Accuracy::Estimate => "; snapshot rows estimated, --exact builds them",
+            Accuracy::Exact => "",
+        };
         let _ = writeln!(
             out,
-            "sess pack would write: about {} ({:.1}% of the logical bytes, {} frame(s))",
+            "sess pack would write: about {} ({:.1}% of the logical bytes, {} frame(s){how})",
             human_bytes(p.bytes),
             percent(p.bytes, self.event_bytes),
             p.frames,
@@ -650,7 +674,7 @@ mod tests {
 
     #[test]
     fn counts_bytes_per_type() {
-        let mut s = Stats::new("t", None);
+        let mut s = Stats::new("t", None, Accuracy::Estimate);
         s.add_line(&line(br#"{"type":"a"}"#, true));
         s.add_line(&line(br#"{"type":"a","x":12345}"#, true));
         s.add_line(&line(br#"{"type":"b"}"#, false));

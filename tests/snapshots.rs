@@ -156,6 +156,87 @@ fn conformance_claude_code_agent_progress_packs_into_rows_and_back() {
     assert!(rows > 0);
 }
 
+/// An old-generation pi stream of one reply streamed in `n` deltas: each update holds the
+/// reply so far twice (the event's `partial` and the `message`).
+fn pi_old_reply(n: usize) -> String {
+    // As written in JSON: escapes stay escaped.
+    let words = [
+        "build",
+        " the",
+        " 文字",
+        r#" \"quoted\""#,
+        r" path\\to",
+        r" tab\there",
+        "✓",
+        r" new\nline",
+    ];
+    let mut out = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/tmp\"}\n{\"type\":\"agent_start\"}\n\
+         {\"type\":\"message_start\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
+    );
+    let (mut text, mut x) = (String::new(), 7u32);
+    for k in 0..n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let delta = format!("{}{}", words[(x >> 16) as usize % words.len()], k % 10);
+        text += &delta;
+        let message = format!(
+            r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"model":"m","usage":{{"output":{k}}}}}"#
+        );
+        out += &format!(
+            r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"{delta}","partial":{message}}},"message":{message}}}"#
+        );
+        out.push('\n');
+    }
+    out + "{\"type\":\"message_end\",\"message\":{}}\n{\"type\":\"agent_end\",\"messages\":[]}\n"
+}
+
+/// What `sess stats --json` says pack writes: its estimate of the frames, the rows alone,
+/// and how snapshot rows were counted.
+fn pack_figures(log: &str, exact: bool) -> (f64, f64, String) {
+    let mut cmd = sess();
+    cmd.args(["stats", "--json"]);
+    if exact {
+        cmd.arg("--exact");
+    }
+    let out = stdout_ok(cmd.write_stdin(log.to_string()));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let f = &v["files"][0];
+    (
+        f["pack"]["bytes"].as_f64().unwrap(),
+        f["packed_bytes"].as_f64().unwrap(),
+        f["pack"]["accuracy"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn stats_estimates_snapshot_rows_near_what_it_builds() {
+    let logs = [
+        ("pi", pi_old_reply(600)),
+        ("claude", claude_progress(&"a".repeat(60))),
+    ];
+    for (name, log) in logs {
+        let (frames, rows, how) = pack_figures(&log, false);
+        let (exact_frames, exact_rows, exact_how) = pack_figures(&log, true);
+        assert_eq!((how.as_str(), exact_how.as_str()), ("estimate", "exact"));
+        // --exact builds the rows pack writes (read once, as from a pipe).
+        let plain = pack_plain(log.as_bytes());
+        assert_eq!(exact_rows, plain.len() as f64, "{name}");
+        let real = stdout_ok(sess().arg("pack").write_stdin(log.clone())).len() as f64;
+        assert!(
+            (0.97..=1.05).contains(&(exact_frames / real)),
+            "{name}: {exact_frames} for {real}"
+        );
+        // Rows nowhere near the log's size: the estimate joins runs as pack does.
+        assert!(exact_rows * 4.0 < log.len() as f64, "{name}: {exact_rows}");
+        for (what, got, want) in [("rows", rows, exact_rows), ("frames", frames, exact_frames)] {
+            assert!(
+                (0.85..=1.15).contains(&(got / want)),
+                "{name}: {what} estimated at {got}, built at {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_damaged_snapshot_row_is_an_error_naming_its_line() {
     let packed = pack_plain(&std::fs::read(testdata("pi-old.jsonl")).unwrap());

@@ -9,7 +9,7 @@ use crate::cli::{Global, IoArgs};
 use crate::units;
 use sess::event::LastLine;
 use sess::input::Flow;
-use sess::stats::{Stats, StatsReport};
+use sess::stats::{Accuracy, Stats, StatsReport};
 use sess::store::report;
 
 const ABOUT: &str = "Show where the bytes of a log go, per event type";
@@ -20,9 +20,11 @@ of the log (pi session file, pi --mode json old or new generation, DeepSeek Harn
 told from its header and type vocabulary. Packed rows are counted as lines of their own \
 type; the number of logical events they hold, and the bytes 'sess filter' and 'sess pack' \
 would write, follow the table. What 'sess pack' would write is found by packing as the log \
-is read (rows, interned repeats, zstd frames at level 3): exact for a log from a pipe, a \
-little above what it writes for a file, which it reads twice. Each input gets its own \
-section, with its own dialect, and several inputs end with their totals.\n\n\
+is read (rows, interned repeats, zstd frames at level 3), except that snapshot rows are \
+estimated from the bytes that changed between frames rather than diffed and checked (a \
+fraction of the cost; --exact builds them). Exact builds are exact for a log from a pipe, \
+and a little above what pack writes for a file, which it reads twice. Each input gets its \
+own section, with its own dialect, and several inputs end with their totals.\n\n\
 Given folders, it reports on the whole store instead: every log under them (JSONL, plain or \
 compressed; symbolic links are not followed), told apart by the layouts the profiles describe \
 (Claude Code project folders and their subagents, Codex sessions/YYYY/MM/DD, Gemini CLI \
@@ -53,9 +55,23 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
 
+    /// Build snapshot rows as pack does, diffed and checked, instead of estimating their
+    /// size from the bytes that changed (slower; the estimate's rule is in docs/FORMAT.md).
+    #[arg(long)]
+    pub exact: bool,
+
     /// With folders: what compact would take, logs older than DAYS.
     #[arg(long, value_name = "DAYS", default_value_t = 7.0, value_parser = units::parse_days)]
     pub older_than: f64,
+}
+
+impl Args {
+    fn accuracy(&self) -> Accuracy {
+        match self.exact {
+            true => Accuracy::Exact,
+            false => Accuracy::Estimate,
+        }
+    }
 }
 
 /// `sess stats DIR...`: the whole store.
@@ -67,6 +83,7 @@ fn run_store(args: Args, g: Global) -> Result<()> {
         top: args.top,
         older_than: Duration::from_secs_f64(args.older_than * 86_400.0),
         now: SystemTime::now(),
+        accuracy: args.accuracy(),
     };
     let total: u64 = found.logs.iter().map(|l| l.size).sum();
     let bar = (!g.quiet && std::io::stderr().is_terminal()).then(|| {
@@ -110,7 +127,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
     let mut files = Vec::new();
     for input in &inputs {
-        let mut stats = Stats::new(&input.name(), input.path());
+        let mut stats = Stats::new(&input.name(), input.path(), args.accuracy());
         if args.io.threads > 1 {
             stats = stats.pack_on_a_thread();
         }

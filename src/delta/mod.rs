@@ -8,11 +8,13 @@
 //! The wire form ([`wire`]) adds `["#",id,path]` definitions, numeric path references and
 //! short tuples that reuse the previous op's path; one [`wire::Encoder`] and one
 //! [`wire::Decoder`] per stream, reset at every `r`. [`apply`] runs decoded ops; [`diff`]
-//! computes them from two snapshots; [`oplist`] reads durable lists of batches.
+//! computes them from two snapshots ([`approx`] only guesses how many bytes they hold);
+//! [`oplist`] reads durable lists of batches.
 //!
 //! Errors carry the reference library's class and message, so a rejection reads the same.
 
 pub mod apply;
+pub mod approx;
 pub mod diff;
 pub mod oplist;
 pub mod spell;

@@ -20,7 +20,7 @@ use crate::frames::reader::Recovery;
 use crate::input::{Flow, Input, OpenOptions};
 use crate::io::Ending;
 use crate::profile::store::logical_name;
-use crate::stats::{ByteCount, Stats, bar_of, human_bytes, percent};
+use crate::stats::{Accuracy, ByteCount, Stats, bar_of, human_bytes, percent};
 use crate::syntax::LineCheck;
 
 /// The version of what `stats --json` writes for folders.
@@ -34,6 +34,8 @@ pub struct Options {
     /// What `compact` would take: logs older than this.
     pub older_than: Duration,
     pub now: SystemTime,
+    /// How what `pack` would write is found.
+    pub accuracy: Accuracy,
 }
 
 /// What one log holds, as the report adds it up.
@@ -174,7 +176,7 @@ pub fn report(
             s.spawn(|| {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let log = &found.logs[i];
-                    let summary = summarize(log, opts.now);
+                    let summary = summarize(log, opts.now, opts.accuracy);
                     progress(log.size);
                     done.lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -203,11 +205,11 @@ fn reading() -> OpenOptions {
     }
 }
 
-fn summarize(log: &Log, now: SystemTime) -> Summary {
+fn summarize(log: &Log, now: SystemTime, accuracy: Accuracy) -> Summary {
     let name = log.path.display().to_string();
     let file_name = log.name();
     let compressed = log.compressed();
-    let mut stats = Stats::new(&name, Some(&log.path));
+    let mut stats = Stats::new(&name, Some(&log.path), accuracy);
     let mut compat = zstd::stream::write::Encoder::new(ByteCount::default(), 3).ok();
     let read = event::each_event::<crate::error::Error>(
         &[Input::Path(log.path.clone())],
