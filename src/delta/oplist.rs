@@ -54,7 +54,7 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
             let tag = match v.get("tag") {
                 None => BatchTag::Absent,
                 Some(Value::Null) => BatchTag::Null,
-                Some(t) if t.as_str().as_deref() == Some("base") => BatchTag::Base,
+                Some(Value::String(t)) if crate::value::eq_str(t, "base") => BatchTag::Base,
                 Some(_) => return Err("\"tag\" must be \"base\", null or absent".into()),
             };
             let address = match v.get("address") {
@@ -70,7 +70,7 @@ pub fn parse_record(line: &[u8]) -> Result<Record, String> {
         }
         _ => return Err("a batch is an array of ops or a record object".into()),
     };
-    let base = matches!(&rec.ops, Value::Array(ops) if matches!(ops.first(), Some(Value::Array(t)) if t.first().and_then(Value::as_str).as_deref() == Some("r")));
+    let base = matches!(&rec.ops, Value::Array(ops) if matches!(ops.first(), Some(Value::Array(t)) if matches!(t.first(), Some(Value::String(v)) if crate::value::eq_str(v, "r"))));
     match rec.tag {
         BatchTag::Base if !base => {
             Err("the record is tagged \"base\" but its first op is not r".into())

@@ -19,7 +19,7 @@ pub fn validate(op: &Value) -> Result<(), OpError> {
         _ => return Err(OpError::type_error("op is not a tuple")),
     };
     let verb = match &t[0] {
-        Value::String(s) => String::from_utf16_lossy(s),
+        Value::String(s) => s,
         other => {
             return Err(OpError::type_error(&format!(
                 "unknown op verb: {}",
@@ -28,40 +28,46 @@ pub fn validate(op: &Value) -> Result<(), OpError> {
         }
     };
     let n = t.len();
+    // Verbs are one ASCII letter; the text is made only for a message.
+    let text = || String::from_utf16_lossy(verb);
+    let letter = match verb[..] {
+        [c] if c < 0x80 => c as u8,
+        _ => 0,
+    };
     let arity = |ok: bool| {
         if ok {
             Ok(())
         } else {
-            Err(OpError::type_error(&format!("{verb} arity")))
+            Err(OpError::type_error(&format!("{} arity", text())))
         }
     };
     // The path reference of a long form, at index 1.
     let reference = |long: bool| if long { validate_ref(&t[1]) } else { Ok(()) };
-    match verb.as_str() {
-        "r" => arity(n == 2),
-        "s" => {
+    match letter {
+        b'r' => arity(n == 2),
+        b's' => {
             arity(n == 2 || n == 3)?;
             reference(n == 3)
         }
-        "d" => {
+        b'd' => {
             arity(n == 1 || n == 2)?;
             reference(n == 2)
         }
-        "a" => {
+        b'a' => {
             arity(n == 2 || n == 3)?;
             if !matches!(t[n - 1], Value::String(_)) {
                 return Err(OpError::type_error("a value"));
             }
             reference(n == 3)
         }
-        "t" => {
+        b't' => {
             arity(n == 2 || n == 3)?;
             if count(&t[n - 1]).is_none() {
                 return Err(OpError::type_error("t count"));
             }
             reference(n == 3)
         }
-        "p" => {
+        b'p' => {
             arity(n == 4 || n == 5)?;
             reference(n == 5)?;
             if count(&t[n - 3]).is_none() {
@@ -75,18 +81,18 @@ pub fn validate(op: &Value) -> Result<(), OpError> {
             }
             Ok(())
         }
-        "m" => {
+        b'm' => {
             arity(n == 2 || n == 3)?;
             reference(n == 3)?;
             permutation(&t[n - 1]).map(|_| ())
         }
-        "#" => {
+        b'#' => {
             if n != 3 || count(&t[1]).is_none() || !matches!(t[2], Value::Array(_)) {
                 return Err(OpError::type_error("# shape"));
             }
             parse_path(&t[2]).map(|_| ())
         }
-        _ => Err(OpError::type_error(&format!("unknown op verb: {verb}"))),
+        _ => Err(OpError::type_error(&format!("unknown op verb: {}", text()))),
     }
 }
 
