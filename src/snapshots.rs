@@ -285,11 +285,10 @@ pub type Group = (String, Option<Vec<u8>>);
 
 impl SnapshotPacker {
     /// A packer whose rows are only counted (`sess stats`): each batch is a stand-in of
-    /// about the size of the real one, `[["~",N,"CHANGED"],...]` with one op for each range
-    /// [`crate::delta::approx::changed`] finds, holding its bytes. It assumes that every
-    /// event that follows a run's first one would be rebuilt exactly (true of any producer
-    /// that writes JSON as sess does), and starts a new run when more than half of an event
-    /// changed. It costs a fraction of diffing and checking, and its rows cannot be unpacked.
+    /// about the size of the real one ([`crate::delta::stand_in::batch`]), and an event
+    /// joins a run when its stand-in is no longer than itself and the bytes that changed
+    /// are spelled as sess spells JSON. A run's first event is checked as in `sess pack`.
+    /// It costs a fraction of diffing and checking, and its rows cannot be unpacked.
     pub fn estimating() -> SnapshotPacker {
         SnapshotPacker {
             estimating: true,
@@ -342,8 +341,8 @@ impl SnapshotPacker {
         Ok(true)
     }
 
-    /// Adds the event to the open run if its batch rebuilds it (or, estimating, if less
-    /// than half of it changed).
+    /// Adds the event to the open run if its batch rebuilds it (or, estimating, if its
+    /// stand-in is taken).
     fn join(&mut self, line: &[u8]) -> bool {
         let run = self.run.as_mut().expect("joins only an open run");
         if json::field(line, "type") != json::field(&run.first, "type") {
@@ -351,7 +350,7 @@ impl SnapshotPacker {
         }
         let batch = match &mut run.last {
             Last::Checked(checked) => checked.batch(line),
-            Last::Bytes(last) => stand_in(last, line),
+            Last::Bytes(last) => crate::delta::stand_in::batch(last, line),
         };
         let Some(batch) = batch else {
             return false;
@@ -428,68 +427,6 @@ impl Checked {
         self.ends = ends;
         Some(wire.to_json())
     }
-}
-
-/// A batch of about the size of the one that carries `last` to `line`: see
-/// [`SnapshotPacker::estimating`]. None when more than half of `line` changed.
-fn stand_in(last: &[u8], line: &[u8]) -> Option<Vec<u8>> {
-    let mut batch = b"[".to_vec();
-    let mut n = 0;
-    let changed = crate::delta::approx::changed(last, line, |r, replaced| {
-        if n > 0 {
-            batch.push(b',');
-        }
-        // Inserted bytes are appended to a string, or are a value put in an array or an
-        // object: an op holds just them. Replaced ones are in a value set whole.
-        let (verb, r) = match replaced {
-            true => ("s", whole_value(line, r)),
-            false => ("a", r),
-        };
-        // Each change at a path of its own, as ops name theirs.
-        batch.extend_from_slice(format!(r#"["{verb}",{n},""#).as_bytes());
-        n += 1;
-        // Quotes and backslashes stand in for themselves as other bytes, so the stand-in
-        // is a JSON string (interning walks it) of the bytes' length.
-        batch.extend(line[r].iter().map(|&b| match b {
-            b'"' => b'\'',
-            b'\\' => b'/',
-            b => b,
-        }));
-        batch.extend_from_slice(b"\"]");
-    });
-    batch.push(b']');
-    (changed * 2 <= line.len()).then_some(batch)
-}
-
-/// `r` widened to the value around it, as an op would hold it: the string it lies in
-/// (its quotes are the nearest unescaped ones, the first after a colon, comma or bracket
-/// and the last before one), else the token (up to a quote, comma, colon or bracket).
-/// Looks at most [`REACH`] bytes each way.
-fn whole_value(line: &[u8], r: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    const REACH: usize = 4096;
-    let escaped = |at: usize| at > 0 && line[at - 1] == b'\\';
-    let opens = |at: usize| at > 0 && matches!(line[at - 1], b':' | b',' | b'[');
-    let closes = |at: usize| matches!(line.get(at + 1), Some(b',' | b'}' | b']'));
-    let from = r.start.saturating_sub(REACH);
-    let left = memchr::memrchr_iter(b'"', &line[from..r.start])
-        .map(|p| from + p)
-        .find(|&p| !escaped(p));
-    let to = (r.end + REACH).min(line.len());
-    let right = memchr::memchr_iter(b'"', &line[r.end..to])
-        .map(|p| r.end + p)
-        .find(|&p| !escaped(p));
-    if let (Some(l), Some(q)) = (left, right)
-        && opens(l)
-        && closes(q)
-    {
-        return l + 1..q;
-    }
-    let ends = |b: &u8| matches!(b, b'"' | b',' | b':' | b'[' | b']' | b'{' | b'}');
-    let before = &line[r.start.saturating_sub(64)..r.start];
-    let start = r.start - before.iter().rev().take_while(|b| !ends(b)).count();
-    let after = &line[r.end..(r.end + 64).min(line.len())];
-    let end = r.end + after.iter().take_while(|b| !ends(b)).count();
-    start..end
 }
 
 /// A line without its last `\r`, and whether it had one.

@@ -171,7 +171,7 @@ pub struct Totals {
 #[serde(rename_all = "lowercase")]
 pub enum Accuracy {
     /// Packed as `sess pack` packs, except that snapshot rows are estimated from the bytes
-    /// that changed between frames ([`crate::delta::approx`]) instead of diffed and checked.
+    /// that changed between frames ([`crate::delta::stand_in`]) instead of diffed and checked.
     #[default]
     Estimate,
     /// Packed as `sess pack` packs (`--exact`).

@@ -74,13 +74,14 @@ fn resync(a: &[u8], b: &[u8], budget: &mut usize) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
         let mut keep = |found: Option<(usize, usize)>| {
             if let Some(f) = found
-                && best.is_none_or(|b| f.1 < b.1)
+                && best.is_none_or(|kept| f.1 < kept.1)
             {
                 best = Some(f);
             }
         };
-        let skips = [0, s];
-        for &skip in &skips[..if s == 0 { 1 } else { 2 }] {
+        // The first round probes only the two starts.
+        let skips: &[usize] = if s == 0 { &[0] } else { &[0, s] };
+        for &skip in skips {
             // Skip `skip` bytes of a (deleted or replaced): where does what follows begin in b?
             if skip < a.len() {
                 keep(find(b, &a[skip..], window, budget).map(|p| (skip, p)));
@@ -122,7 +123,7 @@ fn find(hay: &[u8], from: &[u8], far: usize, budget: &mut usize) -> Option<usize
 }
 
 /// How many bytes `a` and `b` share from the start, compared eight at a time.
-pub fn same_from_start(a: &[u8], b: &[u8]) -> usize {
+fn same_from_start(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + 8 <= n {
@@ -141,7 +142,7 @@ pub fn same_from_start(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// How many bytes `a` and `b` share at the end, compared eight at a time.
-pub fn same_from_end(a: &[u8], b: &[u8]) -> usize {
+fn same_from_end(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
     let mut k = 0;

@@ -8,7 +8,8 @@
 //! The wire form ([`wire`]) adds `["#",id,path]` definitions, numeric path references and
 //! short tuples that reuse the previous op's path; one [`wire::Encoder`] and one
 //! [`wire::Decoder`] per stream, reset at every `r`. [`apply`] runs decoded ops; [`diff`]
-//! computes them from two snapshots ([`approx`] only guesses how many bytes they hold);
+//! computes them from two snapshots ([`approx`] and [`stand_in`] only guess how many bytes
+//! they hold);
 //! [`oplist`] reads durable lists of batches.
 //!
 //! Errors carry the reference library's class and message, so a rejection reads the same.
@@ -18,6 +19,7 @@ pub mod approx;
 pub mod diff;
 pub mod oplist;
 pub mod spell;
+pub mod stand_in;
 pub mod wire;
 
 use std::fmt;

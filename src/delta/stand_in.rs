@@ -1,0 +1,393 @@
+//! A stand-in batch: about the bytes that the op batch carrying one snapshot to the next
+//! would hold, guessed from the ranges [`super::approx::changed`] finds and the JSON bytes
+//! around them, without parsing either text. `sess stats` writes it where `sess pack`
+//! writes a real batch, so that interning and compression see bytes of about that size.
+//!
+//! Ops name values: an append holds just the bytes added at the end of a string, a value
+//! put in an array or an object is held as it is written, and any other change sets the
+//! string or token it lies in, once however many changes it holds.
+
+use std::io::Write;
+use std::ops::Range;
+
+use super::approx;
+
+/// How far each way from a change its string's quotes are looked for.
+const REACH: usize = 4096;
+
+/// The longest token (a number, `true`, ...) a change is widened to.
+const TOKEN: usize = 64;
+
+/// How far an insertion is slid to the right to meet the end of its string: an insertion
+/// into a run of equal bytes can be found anywhere along it.
+const SLIDE: usize = 4096;
+
+/// The stand-in for the batch that carries `last` to `line`: `[op,op,...]`, each op
+/// `["a",N,"BYTES"]` or `["s",N,"BYTES"]` (`N` counts the ops, and in `BYTES` a `"` is
+/// written `'` and a `\` is written `/`, so that the stand-in is JSON of that length).
+///
+/// None where the estimate writes the frame itself: when the stand-in would be longer
+/// than the frame (writing the frame is then smaller, and a run ends), or when the bytes that changed are not spelled as sess spells JSON
+/// (`sess pack` cannot rebuild such a frame, and ends the run there).
+pub fn batch(last: &[u8], line: &[u8]) -> Option<Vec<u8>> {
+    let mut held: Vec<(Held, Range<usize>)> = Vec::new();
+    let mut spelled = true;
+    approx::changed(last, line, |r, replaced| {
+        let (how, r) = hold(line, r, replaced);
+        spelled &= spelled_as_sess(&line[r.clone()], how == Held::Put);
+        push_merged(&mut held, how, r);
+    });
+    if !spelled {
+        return None;
+    }
+    let mut batch = b"[".to_vec();
+    for (n, (how, r)) in held.iter().enumerate() {
+        if batch.len() > line.len() {
+            return None;
+        }
+        let comma = if n > 0 { "," } else { "" };
+        let verb = if *how == Held::Set { 's' } else { 'a' };
+        write!(batch, r#"{comma}["{verb}",{n},""#).expect("writes to a Vec");
+        batch.extend(line[r.clone()].iter().map(|&b| match b {
+            b'"' => b'\'',
+            b'\\' => b'/',
+            b => b,
+        }));
+        batch.extend_from_slice(b"\"]");
+    }
+    batch.push(b']');
+    (batch.len() <= line.len()).then_some(batch)
+}
+
+/// What an op holds of a change.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Held {
+    /// Bytes added at the end of a string.
+    Appended,
+    /// Values put between others, in an array or an object.
+    Put,
+    /// The string or token the change lies in, set whole.
+    Set,
+}
+
+/// What an op would hold of the change `r` of `line`, and which bytes.
+fn hold(line: &[u8], r: Range<usize>, replaced: bool) -> (Held, Range<usize>) {
+    if !replaced {
+        if let Some(added) = appended(line, r.clone()) {
+            return (Held::Appended, added);
+        }
+        // Values put between others hold quotes or the bytes between values (a run of
+        // whitespace is some too, which no value sess writes holds).
+        let between = |b: &u8| matches!(b, b',' | b':' | b'[' | b']' | b'{' | b'}');
+        let values = has_quote(line, &r)
+            || line[r.clone()].iter().all(u8::is_ascii_whitespace)
+            || line[r.clone()].iter().any(between);
+        if values && string_around(line, &r).is_none() && !in_token(line, &r) {
+            return (Held::Put, r);
+        }
+    }
+    let whole = string_around(line, &r).unwrap_or_else(|| token_around(line, r));
+    (Held::Set, whole)
+}
+
+/// Adds a held range, merged with those it overlaps: changes in one value are one op.
+fn push_merged(held: &mut Vec<(Held, Range<usize>)>, how: Held, r: Range<usize>) {
+    let (mut how, mut r) = (how, r);
+    while let Some((h, last)) = held.last()
+        && r.start < last.end
+    {
+        how = if *h == how { how } else { Held::Set };
+        r = last.start.min(r.start)..last.end.max(r.end);
+        held.pop();
+    }
+    held.push((how, r));
+}
+
+/// The inserted range `r`, slid right along equal bytes, if it then ends a string: it is
+/// followed by a quote that closes a value, and holds none.
+fn appended(line: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    for k in 0..SLIDE {
+        let end = r.end + k;
+        if line.get(end) == Some(&b'"') && !escaped(line, end) {
+            let slid = r.start + k..end;
+            let ends_value = matches!(line.get(end + 1), Some(b',' | b'}' | b']'));
+            return (ends_value && !has_quote(line, &slid)).then_some(slid);
+        }
+        if line.get(end) != Some(&line[r.start + k]) {
+            return None;
+        }
+    }
+    None
+}
+
+/// The content of the string `r` lies in: between the nearest unescaped quotes each side,
+/// the first one opening a string (after `:`, `,`, `[` or `{`) and the last one closing
+/// it (before `,`, `}`, `]` or `:`). Quotes are looked for within [`REACH`] bytes.
+fn string_around(line: &[u8], r: &Range<usize>) -> Option<Range<usize>> {
+    let from = r.start.saturating_sub(REACH);
+    let open = memchr::memrchr_iter(b'"', &line[from..r.start])
+        .map(|p| from + p)
+        .find(|&p| !escaped(line, p))?;
+    let to = (r.end + REACH).min(line.len());
+    let close = memchr::memchr_iter(b'"', &line[r.end..to])
+        .map(|p| r.end + p)
+        .find(|&p| !escaped(line, p))?;
+    let opens = open > 0 && matches!(line[open - 1], b':' | b',' | b'[' | b'{');
+    let closes = matches!(line.get(close + 1), Some(b',' | b'}' | b']' | b':'));
+    (opens && closes).then_some(open + 1..close)
+}
+
+/// Whether `r` lies in a token (a number, `true`...): it holds no structural byte and one
+/// beside it is a token's.
+fn in_token(line: &[u8], r: &Range<usize>) -> bool {
+    let beside = |at: Option<&u8>| at.is_some_and(|b| !structural(*b));
+    !line[r.clone()].iter().any(|&b| structural(b))
+        && (beside(r.start.checked_sub(1).map(|p| &line[p])) || beside(line.get(r.end)))
+}
+
+/// `r` widened to the token around it, up to [`TOKEN`] bytes each way.
+fn token_around(line: &[u8], r: Range<usize>) -> Range<usize> {
+    let before = &line[r.start.saturating_sub(TOKEN)..r.start];
+    let start = r.start - before.iter().rev().take_while(|&&b| !structural(b)).count();
+    let after = &line[r.end..(r.end + TOKEN).min(line.len())];
+    let end = r.end + after.iter().take_while(|&&b| !structural(b)).count();
+    start..end
+}
+
+/// Bytes that end a token.
+fn structural(b: u8) -> bool {
+    matches!(
+        b,
+        b'"' | b',' | b':' | b'[' | b']' | b'{' | b'}' | b' ' | b'\t' | b'\n' | b'\r'
+    )
+}
+
+/// Whether `r` holds an unescaped quote.
+fn has_quote(line: &[u8], r: &Range<usize>) -> bool {
+    memchr::memchr_iter(b'"', &line[r.clone()]).any(|p| !escaped(line, r.start + p))
+}
+
+/// Whether the byte at `at` follows an odd number of backslashes.
+fn escaped(line: &[u8], at: usize) -> bool {
+    line[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+}
+
+/// Whether `bytes` are spelled as sess writes JSON, as far as they show: no whitespace
+/// between tokens (when `outside`, they begin between tokens, not in a string), and escapes
+/// only where sess writes them (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u` with
+/// lower-case hex for other control characters and lone surrogates). Numbers are not looked
+/// at.
+fn spelled_as_sess(bytes: &[u8], mut outside: bool) -> bool {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => outside = !outside,
+            b' ' if outside => return false,
+            b'\t' | b'\n' | b'\r' => return false,
+            b'\\' if !outside => match escape_as_sess(&bytes[i..]) {
+                Some(len) => i += len - 1,
+                None => return false,
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The length of the escape `e` begins with, if sess writes it so. One cut short by the
+/// end of `e` is taken as it shows.
+fn escape_as_sess(e: &[u8]) -> Option<usize> {
+    match e.get(1) {
+        None => Some(1),
+        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => Some(2),
+        Some(b'u') => {
+            let Some(unit) = hex_unit(e.get(2..6)) else {
+                return (e.len() < 6).then_some(e.len());
+            };
+            let short = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+            let high = (0xd800..0xdc00).contains(&unit);
+            let paired = high
+                && hex_unit(e.get(8..12)).is_some_and(|u| (0xdc00..0xe000).contains(&u))
+                && e.get(6..8) == Some(b"\\u");
+            let kept = (unit < 0x20 && !short) || ((0xd800..0xe000).contains(&unit) && !paired);
+            kept.then_some(6)
+        }
+        Some(_) => None,
+    }
+}
+
+/// Four lower-case hex digits, as sess writes them, and their value.
+fn hex_unit(digits: Option<&[u8]>) -> Option<u32> {
+    digits?.iter().try_fold(0, |v, &d| {
+        let x = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        Some(v * 16 + u32::from(x))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ops of the stand-in, as (verb, bytes held).
+    fn ops(last: &str, line: &str) -> Option<Vec<(char, String)>> {
+        let b = batch(last.as_bytes(), line.as_bytes())?;
+        let v: serde_json::Value = serde_json::from_slice(&b).expect("a stand-in is JSON");
+        let ops = v.as_array().expect("an array of ops").iter().map(|op| {
+            let verb = op[0].as_str().unwrap().chars().next().unwrap();
+            (verb, op[2].as_str().unwrap().to_string())
+        });
+        Some(ops.collect())
+    }
+
+    /// A line padded with a long unchanged string, so that no change is most of it.
+    fn padded(s: &str) -> String {
+        format!(r#"{{"pad":"{}",{}}}"#, "p".repeat(2000), &s[1..s.len() - 1])
+    }
+
+    #[test]
+    fn text_added_at_the_end_of_a_string_is_held_alone() {
+        let last = padded(r#"{"text":"Here is the","n":[1,2]}"#);
+        let line = padded(r#"{"text":"Here is the path","n":[1,2]}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', " path".into())]);
+        // Into a run of equal bytes, found at its start, it is still an append.
+        let last = padded(r#"{"text":"aaaa","n":1}"#);
+        let line = padded(r#"{"text":"aaaaaaa","n":1}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', "aaa".into())]);
+    }
+
+    #[test]
+    fn text_added_to_a_string_longer_than_the_reach_is_held_alone() {
+        let long = "one, two ".repeat(REACH / 4);
+        let last = format!(r#"{{"text":"{long}","n":1}}"#);
+        let line = format!(r#"{{"text":"{long}and, three","n":1}}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', "and, three".into())]);
+        // Put inside it, far from both ends: its quotes are not found, and the words
+        // around it are set.
+        let line = format!(r#"{{"text":"{long}three {long}","n":1}}"#);
+        let last = format!(r#"{{"text":"{long}{long}","n":1}}"#);
+        let got = ops(&last, &line).unwrap();
+        assert!(
+            matches!(&got[..], [('s', held)] if held.contains("three") && held.len() < 20),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn text_put_inside_a_string_sets_the_string() {
+        let last = padded(r#"{"text":"Here the path","n":1}"#);
+        let line = padded(r#"{"text":"Here is the path","n":1}"#);
+        assert_eq!(
+            ops(&last, &line).unwrap(),
+            [('s', "Here is the path".into())]
+        );
+        let last = padded(r#"{"n":12,"m":true}"#);
+        let line = padded(r#"{"n":1234,"m":true}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('s', "1234".into())]);
+    }
+
+    #[test]
+    fn values_put_between_others_are_held_as_written() {
+        let last = padded(r#"{"c":[{"t":"a"}],"u":1}"#);
+        let line = padded(r#"{"c":[{"t":"a"},{"t":"bb"}],"u":1}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', ",{'t':'bb'}".into())]);
+        let last = padded(r#"{"n":[1,2]}"#);
+        let line = padded(r#"{"n":[1,2,3]}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', ",3".into())]);
+    }
+
+    #[test]
+    fn many_changes_in_one_string_set_it_once() {
+        // A letter in every 48, far enough apart to be found one by one.
+        let text: String = (0..40)
+            .map(|i| format!("{i:02}{}", "abcdefg ".repeat(23)))
+            .collect();
+        let mut edited = text.clone().into_bytes();
+        edited.iter_mut().step_by(48).for_each(|b| *b = b'X');
+        let edited = String::from_utf8(edited).unwrap();
+        let mut found = 0;
+        approx::changed(text.as_bytes(), edited.as_bytes(), |_, _| found += 1);
+        assert!(found > 20, "{found}");
+        let wide = |s: &str| {
+            format!(
+                r#"{{"pad":"{}",{}}}"#,
+                "p".repeat(20_000),
+                &s[1..s.len() - 1]
+            )
+        };
+        let last = wide(&format!(r#"{{"a":"{text}","b":"{text}"}}"#));
+        let line = wide(&format!(r#"{{"a":"{edited}","b":"{text}"}}"#));
+        assert_eq!(ops(&last, &line).unwrap(), [('s', edited.clone())]);
+        // Changed in both strings: both set, and not one byte twice.
+        let line = wide(&format!(r#"{{"a":"{edited}","b":"{edited}"}}"#));
+        let held: usize = ops(&last, &line)
+            .unwrap()
+            .iter()
+            .map(|(_, b)| b.len())
+            .sum();
+        assert!(
+            (2 * edited.len()..2 * edited.len() + 16).contains(&held),
+            "{held}"
+        );
+        // Where the ops would be longer than the line, it is written whole.
+        let last = format!(r#"{{"a":"{text}","b":"{text}","c":1}}"#);
+        let line = format!(r#"{{"a":"{edited}","b":"{edited}","c":2}}"#);
+        assert_eq!(ops(&last, &line), None);
+    }
+
+    #[test]
+    fn bytes_not_spelled_as_sess_spells_them_end_the_run() {
+        let last = padded(r#"{"a":1,"b":"x","c":"caf"}"#);
+        for line in [
+            r#"{"a": 1,"b":"x","c":"caf"}"#,
+            r#"{"a":1, "b":"x","c":"caf"}"#,
+            r#"{"a":1,"b":"x","c":"caf\u00e9"}"#,
+            r#"{"a":1,"b":"x","c":"caf\u00E9"}"#,
+            r#"{"a":1,"b":"x","c":"caf\/"}"#,
+            r#"{"a":1,"b":"x","c":"caf\ud83d\ude00"}"#,
+        ] {
+            assert_eq!(ops(&last, &padded(line)), None, "{line}");
+        }
+        for (line, held) in [
+            (r#"{"a":1,"b":"x","c":"caf\u001f"}"#, "/u001f"),
+            (r#"{"a":1,"b":"x","c":"caf\ud800"}"#, "/ud800"),
+            (r#"{"a":1,"b":"x","c":"caf\n\"é"}"#, "/n/'é"),
+            (r#"{"a":1,"b":"x","c":"caf words"}"#, " words"),
+        ] {
+            assert_eq!(
+                ops(&last, &padded(line)).unwrap(),
+                [('a', held.into())],
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn quotes_after_escaped_backslashes_end_strings() {
+        assert!(!escaped(br#"a\\"#, 3));
+        assert!(escaped(br#"a\""#, 2));
+        assert!(escaped(br#"\\\""#, 3));
+        let last = padded(r#"{"p":"C:\\dir","n":1}"#);
+        let line = padded(r#"{"p":"C:\\dir\\sub","n":1}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('a', "//sub".into())]);
+    }
+
+    proptest::proptest! {
+        /// Any two texts of JSON's bytes: a stand-in is JSON no longer than the line, or
+        /// there is none.
+        #[test]
+        fn any_texts_give_a_stand_in_no_longer_than_the_line(
+            a in proptest::collection::vec(proptest::sample::select(b"ab \"\\u0d:,[]{}".to_vec()), 0..600),
+            b in proptest::collection::vec(proptest::sample::select(b"ab \"\\u0d:,[]{}".to_vec()), 0..600),
+        ) {
+            if let Some(stand_in) = batch(&a, &b) {
+                proptest::prop_assert!(stand_in.len() <= b.len().max(2));
+                proptest::prop_assert!(serde_json::from_slice::<serde_json::Value>(&stand_in).is_ok());
+            }
+        }
+    }
+}
