@@ -104,9 +104,10 @@ pub struct FileReport {
     /// Events: a packed row counts as the events it holds, and their bytes.
     pub events: u64,
     pub event_bytes: u64,
-    /// Bytes `sess pack --plain` would write (rows, no interning).
+    /// Bytes `sess pack --plain` would write (rows, no interning), with snapshot rows
+    /// estimated unless `pack.accuracy` is exact.
     pub packed_bytes: u64,
-    /// What `sess pack` would write, estimated (see `docs/FORMAT.md`, "sess stats").
+    /// What `sess pack` would write (see `docs/FORMAT.md`, "sess stats").
     pub pack: PackEstimate,
     /// The profile `sess filter` would choose, and the bytes it would write.
     pub filter_profile: String,

@@ -211,3 +211,17 @@ fn stats_json_and_compat_files_load_in_duckdb() {
     ));
     assert_eq!(got, "12000\n");
 }
+
+#[test]
+fn a_store_says_how_its_pack_bytes_were_found() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(common::testdata("pi-old.jsonl"), dir.path().join("a.jsonl")).unwrap();
+    let (estimated, code) = report(dir.path(), &[]);
+    assert_eq!(code, Some(0), "{estimated}");
+    let (exact, _) = report(dir.path(), &["--exact"]);
+    assert_eq!(estimated["pack_accuracy"], "estimate");
+    assert_eq!(exact["pack_accuracy"], "exact");
+    let pack = |r: &Value| r["savings"]["pack"]["bytes_after"].as_f64().unwrap();
+    let ratio = pack(&estimated) / pack(&exact);
+    assert!((0.7..=1.3).contains(&ratio), "{estimated} {exact}");
+}

@@ -57,6 +57,7 @@ pub struct Args {
 
     /// Build snapshot rows as pack does, diffed and checked, instead of estimating their
     /// size from the bytes that changed (slower; the estimate's rule is in docs/FORMAT.md).
+    /// With folders too: every log's pack_bytes.
     #[arg(long)]
     pub exact: bool,
 

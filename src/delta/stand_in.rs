@@ -34,7 +34,7 @@ pub fn batch(last: &[u8], line: &[u8]) -> Option<Vec<u8>> {
     let mut spelled = true;
     approx::changed(last, line, |r, replaced| {
         let (how, r) = hold(line, r, replaced);
-        spelled &= spelled_as_sess(&line[r.clone()], how == Held::Put);
+        spelled &= spelled_as_sess(line, r.clone(), how);
         push_merged(&mut held, how, r);
     });
     if !spelled {
@@ -46,7 +46,10 @@ pub fn batch(last: &[u8], line: &[u8]) -> Option<Vec<u8>> {
             return None;
         }
         let comma = if n > 0 { "," } else { "" };
-        let verb = if *how == Held::Set { 's' } else { 'a' };
+        let verb = match how {
+            Held::Appended | Held::Put => 'a',
+            Held::String | Held::Token => 's',
+        };
         write!(batch, r#"{comma}["{verb}",{n},""#).expect("writes to a Vec");
         batch.extend(line[r.clone()].iter().map(|&b| match b {
             b'"' => b'\'',
@@ -66,8 +69,11 @@ enum Held {
     Appended,
     /// Values put between others, in an array or an object.
     Put,
-    /// The string or token the change lies in, set whole.
-    Set,
+    /// The string the change lies in, set whole: its content.
+    String,
+    /// The token the change lies in, set whole (or bytes around it, in a string whose
+    /// quotes were not found).
+    Token,
 }
 
 /// What an op would hold of the change `r` of `line`, and which bytes.
@@ -86,8 +92,10 @@ fn hold(line: &[u8], r: Range<usize>, replaced: bool) -> (Held, Range<usize>) {
             return (Held::Put, r);
         }
     }
-    let whole = string_around(line, &r).unwrap_or_else(|| token_around(line, r));
-    (Held::Set, whole)
+    match string_around(line, &r) {
+        Some(content) => (Held::String, content),
+        None => (Held::Token, token_around(line, r)),
+    }
 }
 
 /// Adds a held range, merged with those it overlaps: changes in one value are one op.
@@ -96,7 +104,7 @@ fn push_merged(held: &mut Vec<(Held, Range<usize>)>, how: Held, r: Range<usize>)
     while let Some((h, last)) = held.last()
         && r.start < last.end
     {
-        how = if *h == how { how } else { Held::Set };
+        how = if *h == how { how } else { Held::Token };
         r = last.start.min(r.start)..last.end.max(r.end);
         held.pop();
     }
@@ -172,19 +180,28 @@ fn escaped(line: &[u8], at: usize) -> bool {
     line[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
-/// Whether `bytes` are spelled as sess writes JSON, as far as they show: no whitespace
-/// between tokens (when `outside`, they begin between tokens, not in a string), and escapes
-/// only where sess writes them (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u` with
-/// lower-case hex for other control characters and lone surrogates). Numbers are not looked
-/// at.
-fn spelled_as_sess(bytes: &[u8], mut outside: bool) -> bool {
+/// Whether the bytes `r` of `line`, held `how`, are spelled as sess writes JSON, as far as they show: no
+/// whitespace between tokens (looked for where it is known whether they begin in a string:
+/// not in a token, whose bytes may lie in a string whose quotes were not found), no raw
+/// tab, newline or carriage return, and escapes only where sess writes them (`\"`, `\\`,
+/// `\b`, `\f`, `\n`, `\r`, `\t`, and `\u` with lower-case hex for other control characters
+/// and lone surrogates). Numbers are not looked at.
+fn spelled_as_sess(line: &[u8], r: Range<usize>, how: Held) -> bool {
+    let mut outside = match how {
+        Held::Put => Some(true),
+        Held::Appended | Held::String => Some(false),
+        Held::Token => starts_outside(line, &r),
+    };
+    // Bytes that begin in the middle of an escape are looked at from its next byte.
+    let bytes = &line[r.start + usize::from(escaped(line, r.start))..r.end];
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'"' => outside = !outside,
-            b' ' if outside => return false,
+            b'"' => outside = outside.map(|o| !o),
+            b' ' if outside == Some(true) => return false,
             b'\t' | b'\n' | b'\r' => return false,
-            b'\\' if !outside => match escape_as_sess(&bytes[i..]) {
+            // Outside strings a backslash is no JSON: it can only begin an escape.
+            b'\\' => match escape_as_sess(&bytes[i..]) {
                 Some(len) => i += len - 1,
                 None => return false,
             },
@@ -193,6 +210,19 @@ fn spelled_as_sess(bytes: &[u8], mut outside: bool) -> bool {
         i += 1;
     }
     true
+}
+
+/// Whether the bytes `r` of `line` begin between values, told from their first unescaped
+/// quote: one that closes a string (before `,`, `}`, `]` or `:`) says no, one that opens
+/// one (after `,`, `[`, `{` or `:`) says yes. None when there is no such quote.
+fn starts_outside(line: &[u8], r: &Range<usize>) -> Option<bool> {
+    let q = memchr::memchr_iter(b'"', &line[r.clone()])
+        .map(|p| r.start + p)
+        .find(|&p| !escaped(line, p))?;
+    if matches!(line.get(q + 1), Some(b',' | b'}' | b']' | b':')) {
+        return Some(false);
+    }
+    (q > 0 && matches!(line[q - 1], b',' | b'[' | b'{' | b':')).then_some(true)
 }
 
 /// The length of the escape `e` begins with, if sess writes it so. One cut short by the
@@ -364,6 +394,28 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn spaces_count_where_it_is_known_whether_they_lie_in_a_string() {
+        // The end of one string and the start of another.
+        let bytes = br#"a b","t":"c d"#;
+        let all = 0..bytes.len();
+        assert!(spelled_as_sess(bytes, all.clone(), Held::String));
+        assert!(spelled_as_sess(bytes, all.clone(), Held::Token));
+        // Read as values put between others, "a b" would lie between tokens.
+        assert!(!spelled_as_sess(bytes, all, Held::Put));
+        // Held as a token, their first quote tells: here it opens a string.
+        let bytes = br#","t":"c d"#;
+        assert!(spelled_as_sess(bytes, 0..bytes.len(), Held::Token));
+        // Text added, and a space after the colon that follows, found as one change.
+        let line = br#"{"text":"the end","model": "m"}"#;
+        assert!(!spelled_as_sess(line, 12..27, Held::Token));
+        assert!(spelled_as_sess(line, 12..26, Held::Token));
+        // An escape cut at the start of the range is passed by, not misread as `\x`.
+        assert!(spelled_as_sess(br#""C:\\x""#, 4..6, Held::Appended));
+        assert!(spelled_as_sess(br#""C:\\x""#, 3..6, Held::Appended));
+        assert!(!spelled_as_sess(br#""C:\/x""#, 3..6, Held::Appended));
     }
 
     #[test]

@@ -144,6 +144,8 @@ pub struct StoreReport {
     pub kinds: Vec<KindRow>,
     pub ages: Vec<AgeRow>,
     pub older_than_days: f64,
+    /// How `pack_bytes` were found: snapshot rows estimated, or built (`--exact`).
+    pub pack_accuracy: Accuracy,
     pub savings: Savings,
     pub errors: Vec<ErrorRow>,
 }
@@ -372,6 +374,7 @@ fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) ->
         kinds,
         ages,
         older_than_days: opts.older_than.as_secs_f64() / DAY as f64,
+        pack_accuracy: opts.accuracy,
         savings,
         errors,
     }
