@@ -73,7 +73,8 @@ pub fn is_interned(line: &[u8]) -> bool {
     line.starts_with(PREFIX)
 }
 
-/// Values kept on disk by id; memory holds only where each one is.
+/// Values kept on disk by id; memory holds where each one is, and the last ones put or
+/// read back, up to [`CACHE_BYTES`].
 pub struct Store {
     file: Option<File>,
     len: u64,
@@ -82,7 +83,23 @@ pub struct Store {
     dead: u64,
     /// The dead bytes it holds at least before it is compacted.
     compact_min: u64,
+    /// Values in memory too: a value repeated once is mostly repeated again soon (a
+    /// snapshot log repeats the same ones every frame), and each read of the file is a
+    /// system call (a fifth of `sess stats` on a pi 1.6 log).
+    cache: HashMap<u64, Vec<u8>>,
+    cached: usize,
+    /// The bytes of values it holds in memory at most ([`CACHE_BYTES`]).
+    cache_max: usize,
 }
+
+/// The bytes of values a [`Store`] keeps in memory too. When they would be more, the cache
+/// starts again empty: cheaper than keeping an order, and a working set that fits is
+/// soon back.
+const CACHE_BYTES: usize = 8 << 20;
+
+/// The longest value kept in memory: a longer one costs one read of many bytes, not many
+/// reads.
+const CACHE_VALUE_MAX: usize = 256 << 10;
 
 impl Default for Store {
     fn default() -> Store {
@@ -92,6 +109,9 @@ impl Default for Store {
             at: HashMap::new(),
             dead: 0,
             compact_min: 8 << 20,
+            cache: HashMap::new(),
+            cached: 0,
+            cache_max: CACHE_BYTES,
         }
     }
 }
@@ -119,6 +139,15 @@ impl Store {
     fn free(&mut self, ids: RangeInclusive<u64>) -> io::Result<()> {
         let mut dead = 0;
         let many = ids.end().saturating_sub(*ids.start()).saturating_add(1);
+        if many <= self.cache.len() as u64 {
+            for id in ids.clone() {
+                self.uncache(id);
+            }
+        } else {
+            let ids = ids.clone();
+            self.cache.retain(|id, _| !ids.contains(id));
+            self.cached = self.cache.values().map(Vec::len).sum();
+        }
         if many <= self.at.len() as u64 {
             for id in ids {
                 dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
@@ -178,23 +207,51 @@ impl Store {
         file.write_all_at(bytes, self.len).map_err(scratch)?;
         self.at.insert(id, (self.len, bytes.len()));
         self.len += bytes.len() as u64;
+        if bytes.len() <= CACHE_VALUE_MAX {
+            self.keep(id, bytes.to_vec());
+        }
         Ok(())
     }
 
+    /// Keeps value `id` in memory too.
+    fn keep(&mut self, id: u64, bytes: Vec<u8>) {
+        self.uncache(id);
+        if self.cached + bytes.len() > self.cache_max {
+            self.cache.clear();
+            self.cached = 0;
+        }
+        self.cached += bytes.len();
+        self.cache.insert(id, bytes);
+    }
+
+    fn uncache(&mut self, id: u64) {
+        if let Some(v) = self.cache.remove(&id) {
+            self.cached -= v.len();
+        }
+    }
+
     /// Appends value `id` to `out`; false when there is no such value.
-    fn get(&self, id: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+    fn get(&mut self, id: u64, out: &mut Vec<u8>) -> io::Result<bool> {
         self.get_prefix(id, usize::MAX, out)
     }
 
     /// Appends the first `most` bytes of value `id` (all of it, when shorter) to `out`.
-    fn get_prefix(&self, id: u64, most: usize, out: &mut Vec<u8>) -> io::Result<bool> {
+    fn get_prefix(&mut self, id: u64, most: usize, out: &mut Vec<u8>) -> io::Result<bool> {
+        if let Some(v) = self.cache.get(&id) {
+            out.extend_from_slice(&v[..v.len().min(most)]);
+            return Ok(true);
+        }
         let (Some(&(at, len)), Some(file)) = (self.at.get(&id), &self.file) else {
             return Ok(false);
         };
+        let whole = len <= most;
         let len = len.min(most);
         let start = out.len();
         out.resize(start + len, 0);
         file.read_exact_at(&mut out[start..], at)?;
+        if whole && len <= CACHE_VALUE_MAX {
+            self.keep(id, out[start..].to_vec());
+        }
         Ok(true)
     }
 
@@ -206,6 +263,8 @@ impl Store {
         self.len = 0;
         self.dead = 0;
         self.at.clear();
+        self.cache.clear();
+        self.cached = 0;
         Ok(())
     }
 }
@@ -350,7 +409,7 @@ impl Reader {
     /// (`whole` false), checked against the ref's `len` and `crc`. On an error, `out` is
     /// as it was.
     fn resolve(
-        &self,
+        &mut self,
         id: u64,
         len: u64,
         crc: u64,
@@ -1176,6 +1235,67 @@ mod tests {
             "{} remembered",
             w.seen.len()
         );
+    }
+
+    #[test]
+    fn a_store_reads_back_from_memory_only_what_it_still_keeps() {
+        let mut store = Store {
+            cache_max: 300,
+            ..Store::default()
+        };
+        let value = |id: u64| format!("{id:03} ").repeat(1 + id as usize % 9).into_bytes();
+        let get = |store: &mut Store, id: u64, most: usize| {
+            let mut got = b"x".to_vec();
+            store
+                .get_prefix(id, most, &mut got)
+                .unwrap()
+                .then(|| got[1..].to_vec())
+        };
+        for id in 0..100 {
+            store.put(id, &value(id)).unwrap();
+            if id % 10 == 9 {
+                store.free(id - 3..=id - 1).unwrap();
+            }
+            // Read back the one before, from memory or from the file.
+            if id > 0 {
+                // Freed just now when it is the last of three.
+                let want = (id % 10 != 9).then(|| value(id - 1));
+                assert_eq!(get(&mut store, id - 1, usize::MAX), want, "{id}");
+            }
+            assert!(store.cached <= store.cache_max);
+            assert_eq!(
+                store.cached,
+                store.cache.values().map(Vec::len).sum::<usize>()
+            );
+            assert!(store.cache.keys().all(|id| store.at.contains_key(id)));
+        }
+        for id in 0..100 {
+            let kept = !(6..9).contains(&(id % 10));
+            assert_eq!(
+                get(&mut store, id, usize::MAX),
+                kept.then(|| value(id)),
+                "{id}"
+            );
+            assert_eq!(
+                get(&mut store, id, 3),
+                kept.then(|| value(id)[..3].to_vec())
+            );
+        }
+        // A value put again under an id is read back as put last.
+        store.put(5, b"new").unwrap();
+        store.put(5, b"newer").unwrap();
+        assert_eq!(get(&mut store, 5, usize::MAX), Some(b"newer".to_vec()));
+        assert_eq!(
+            store.cached,
+            store.cache.values().map(Vec::len).sum::<usize>()
+        );
+        // Freed many at once (more than it holds in memory).
+        store.free(0..=98).unwrap();
+        assert_eq!(get(&mut store, 5, usize::MAX), None);
+        assert_eq!(get(&mut store, 99, usize::MAX), Some(value(99)));
+        store.clear().unwrap();
+        assert_eq!(get(&mut store, 0, usize::MAX), None);
+        assert_eq!(store.cached, 0);
     }
 
     #[test]
