@@ -902,30 +902,9 @@ pub fn is_canonical_string(inner: &[u8]) -> bool {
         match inner[i] {
             b'"' => return false,
             c if c < 0x20 => return false,
-            b'\\' => match inner.get(i + 1) {
-                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u') => {
-                    let Some(unit) = lower_hex4(inner, i + 2) else {
-                        return false;
-                    };
-                    let short_form = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
-                    let lone = match unit {
-                        0xD800..=0xDBFF => {
-                            // A high surrogate escape followed by a low one is a pair,
-                            // which JSON.stringify writes raw.
-                            !(inner.get(i + 6..i + 8) == Some(b"\\u")
-                                && lower_hex4(inner, i + 8)
-                                    .is_some_and(|u| (0xDC00..=0xDFFF).contains(&u)))
-                        }
-                        0xDC00..=0xDFFF => true,
-                        _ => false,
-                    };
-                    if !((unit < 0x20 && !short_form) || lone) {
-                        return false;
-                    }
-                    i += 6;
-                }
-                _ => return false,
+            b'\\' => match canonical_escape_len(inner, i) {
+                Some(len) => i += len,
+                None => return false,
             },
             c => {
                 ascii &= c < 0x80;
@@ -934,6 +913,30 @@ pub fn is_canonical_string(inner: &[u8]) -> bool {
         }
     }
     ascii || std::str::from_utf8(inner).is_ok()
+}
+
+/// The length of the escape that begins at `b[at]` (a backslash), if `JSON.stringify`
+/// writes it so: a short escape, or `\u` in lower case for a control character without a
+/// short form or a lone surrogate (a high one not followed by the escape of a low one).
+pub fn canonical_escape_len(b: &[u8], at: usize) -> Option<usize> {
+    match b.get(at + 1)? {
+        b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+        b'u' => {
+            let unit = lower_hex4(b, at + 2)?;
+            let short_form = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+            let lone = match unit {
+                0xD800..=0xDBFF => {
+                    // A pair, which JSON.stringify writes raw.
+                    !(b.get(at + 6..at + 8) == Some(b"\\u")
+                        && lower_hex4(b, at + 8).is_some_and(|u| (0xDC00..=0xDFFF).contains(&u)))
+                }
+                0xDC00..=0xDFFF => true,
+                _ => false,
+            };
+            ((unit < 0x20 && !short_form) || lone).then_some(6)
+        }
+        _ => None,
+    }
 }
 
 /// Four lower-case hex digits at `at`, as a code unit.

@@ -200,9 +200,9 @@ fn pi_old_frames(frames: impl Iterator<Item = (String, String)>) -> String {
 
 /// Replies a diff of bytes reads wrongly, each frame `n` a change of the last: `edited`
 /// changes a letter every 40 in a 4000-byte text, `inserted` puts a word in the middle of
-/// it, and `respelled` grows it as a reply does, every 20th frame spelled with a space
+/// it, `cut` takes 5 bytes out of its middle, and `respelled` grows it as a reply does, every 20th frame spelled with a space
 /// after a colon (pack cannot rebuild that frame, and ends the run).
-fn pi_old_hostile(n: usize) -> [(&'static str, String); 3] {
+fn pi_old_hostile(n: usize) -> [(&'static str, String); 4] {
     let base: String = (0..400).map(|i| format!("word{:05}", i * 7)).collect();
     let mut edited = base.clone().into_bytes();
     let edited = pi_old_frames((0..n).map(|k| {
@@ -216,6 +216,12 @@ fn pi_old_hostile(n: usize) -> [(&'static str, String); 3] {
         text.insert_str(text.len() / 2, &format!(" more{k}"));
         (" more".into(), text.clone())
     }));
+    let mut text = base.clone();
+    let cut = pi_old_frames((0..n).map(|_| {
+        let mid = text.len() / 2;
+        text.replace_range(mid..mid + 5, "");
+        ("".into(), text.clone())
+    }));
     let respelled = pi_old_reply(n)
         .lines()
         .enumerate()
@@ -227,6 +233,7 @@ fn pi_old_hostile(n: usize) -> [(&'static str, String); 3] {
     [
         ("edited", edited),
         ("inserted", inserted),
+        ("cut", cut),
         ("respelled", respelled),
     ]
 }

@@ -24,7 +24,8 @@ const LONG: usize = 1024;
 
 /// Calls `each` with the ranges of `next` that are not in `prev`, in order, each with
 /// whether it replaced bytes of `prev` (else it was inserted), and returns their total
-/// length. Deleted bytes cost nothing here: an op that deletes names only a path.
+/// length. Bytes of `prev` deleted with none put in their place are an empty range where
+/// they were, replaced: what an op does there depends on the value they were in.
 /// Searching stops after scanning sixteen times the length of the parts that differ, plus
 /// 16 KiB; what is left of `next` then counts as changed.
 pub fn changed(prev: &[u8], next: &[u8], mut each: impl FnMut(Range<usize>, bool)) -> usize {
@@ -41,6 +42,9 @@ pub fn changed(prev: &[u8], next: &[u8], mut each: impl FnMut(Range<usize>, bool
         let k = same_from_start(&a[i..], &b[j..]);
         (i, j) = (i + k, j + k);
         if j == b.len() {
+            if i < a.len() {
+                each(head + j..head + j, true);
+            }
             break;
         }
         let step = match i < a.len() {
@@ -52,7 +56,7 @@ pub fn changed(prev: &[u8], next: &[u8], mut each: impl FnMut(Range<usize>, bool
         // What the skipped parts end with alike is not changed.
         let same = same_from_end(&a[i..i + di], &b[j..j + dj]);
         let (di, dj) = (di - same, dj - same);
-        if dj > 0 {
+        if dj > 0 || di > 0 {
             each(head + j..head + j + dj, di > 0);
         }
         total += dj;
@@ -202,7 +206,28 @@ mod tests {
         assert_eq!(got, [" token", " token", " token", "9"]);
         assert!(regions(prev, prev).is_empty());
         assert_eq!(regions("", next), [next]);
-        assert!(regions(next, "").is_empty());
+        // A deletion is where it was, and holds nothing.
+        assert_eq!(regions(next, ""), [""]);
+        let mut at = Vec::new();
+        changed(
+            b"abcdefgh-ijklmnopqrstuvwxyz",
+            b"abcdefghijklmnopqrstuvwxyz",
+            |r, replaced| at.push((r, replaced)),
+        );
+        assert_eq!(at, [(8..8, true)]);
+        // One among others.
+        let (x, y, z) = (
+            "0123456789abcdefghij",
+            "klmnopqrstuvwxyzABCD",
+            "EFGHIJKLMNOPQRSTUVWX",
+        );
+        at.clear();
+        let prev = format!("{x}-{y}{z}");
+        let next = format!("{x}{y}+{z}");
+        changed(prev.as_bytes(), next.as_bytes(), |r, replaced| {
+            at.push((r, replaced))
+        });
+        assert_eq!(at, [(20..20, true), (40..41, false)]);
     }
 
     #[test]
@@ -288,8 +313,10 @@ mod tests {
         ) {
             let mut last = 0;
             let mut sum = 0;
-            let total = changed(&a, &b, |r, _| {
-                assert!(r.start >= last && r.start < r.end && r.end <= b.len());
+            let total = changed(&a, &b, |r, replaced| {
+                // Empty: a deletion, which replaced bytes.
+                assert!(r.start >= last && r.start <= r.end && r.end <= b.len());
+                assert!(replaced || !r.is_empty());
                 last = r.end;
                 sum += r.len();
             });
