@@ -536,7 +536,7 @@ pub fn decode_valid(inner: &[u8]) -> Option<(Vec<u16>, bool)> {
                     return None;
                 }
                 let unit = hex.iter().fold(0u16, |u, &h| u << 4 | hex_value(h));
-                canonical &= escape_is_canonical(hex, unit, inner.get(at + 6..at + 12));
+                canonical &= canonical_escape_len(inner, at).is_some();
                 at += 4;
                 unit
             }
@@ -546,26 +546,6 @@ pub fn decode_valid(inner: &[u8]) -> Option<(Vec<u16>, bool)> {
         out.push(unit);
     }
     Some((out, canonical))
-}
-
-/// Whether `JSON.stringify` writes unit `unit` as the escape `\\u` + `hex`, which `next`
-/// (the six bytes after it) may follow: for a control character without a short form, and
-/// a lone surrogate, in lower case.
-fn escape_is_canonical(hex: &[u8], unit: u16, next: Option<&[u8]>) -> bool {
-    let lower = !hex.iter().any(u8::is_ascii_uppercase);
-    let short_form = matches!(unit, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D);
-    let lone = match unit {
-        // A high surrogate escape followed by a low one is a pair, which it writes raw.
-        0xD800..=0xDBFF => !next.is_some_and(|n| {
-            n.starts_with(b"\\u")
-                && n[2..].iter().all(u8::is_ascii_hexdigit)
-                && (0xDC00..=0xDFFF)
-                    .contains(&n[2..].iter().fold(0u16, |u, &h| u << 4 | hex_value(h)))
-        }),
-        0xDC00..=0xDFFF => true,
-        _ => false,
-    };
-    lower && ((unit < 0x20 && !short_form) || lone)
 }
 
 fn hex_value(h: u8) -> u16 {
