@@ -93,6 +93,7 @@ fn hold(line: &[u8], r: Range<usize>, replaced: bool) -> (Held, Range<usize>) {
     if r.is_empty() {
         return deleted(line, r.start);
     }
+    let around = string_around(line, &r);
     if !replaced {
         if let Some(added) = appended(line, r.clone()) {
             return (Held::Appended, added);
@@ -103,11 +104,11 @@ fn hold(line: &[u8], r: Range<usize>, replaced: bool) -> (Held, Range<usize>) {
         let values = has_quote(line, &r)
             || line[r.clone()].iter().all(u8::is_ascii_whitespace)
             || line[r.clone()].iter().any(between);
-        if values && string_around(line, &r).is_none() && !in_token(line, &r) {
+        if values && around.is_none() && !in_token(line, &r) {
             return (Held::Put, r);
         }
     }
-    match string_around(line, &r) {
+    match around {
         Some(content) => (Held::String, content),
         None => (Held::Token, token_around(line, r)),
     }
@@ -159,7 +160,8 @@ fn appended(line: &[u8], r: Range<usize>) -> Option<Range<usize>> {
 /// the first one opening a string (after `:`, `,`, `[` or `{`) and the last one closing
 /// it (before `,`, `}`, `]` or `:`). Quotes are looked for within [`REACH`] bytes; where
 /// none is found on a side (and the line goes on), the string is taken to go on beyond,
-/// and its content is cut at the reach, if the bytes near `r` look like text.
+/// and its content is cut at the reach. Where none is found on either side, the bytes
+/// near `r` must also look like text.
 fn string_around(line: &[u8], r: &Range<usize>) -> Option<Range<usize>> {
     let from = r.start.saturating_sub(REACH);
     let open = memchr::memrchr_iter(b'"', &line[from..r.start])
