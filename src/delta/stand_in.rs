@@ -236,6 +236,9 @@ fn escaped(line: &[u8], at: usize) -> bool {
 /// for where it is known whether the bytes begin in a string: not in a token, whose bytes
 /// may lie in a string whose quotes were not found). Numbers are not looked at.
 fn spelled_as_sess(line: &[u8], r: Range<usize>, how: Held) -> bool {
+    if how == Held::Token && !number_as_sess(&line[r.clone()]) {
+        return false;
+    }
     let mut outside = match how {
         Held::Put => Some(true),
         Held::Appended | Held::String => Some(false),
@@ -258,6 +261,17 @@ fn spelled_as_sess(line: &[u8], r: Range<usize>, how: Held) -> bool {
         i += 1;
     }
     whole_chars_are_utf8(line, r)
+}
+
+/// Whether a token that is all a number's bytes is spelled as `JSON.stringify` spells its
+/// value (`1.0`, `1e2` and `-0` are not). Any other token passes.
+fn number_as_sess(token: &[u8]) -> bool {
+    let numeric = |b: &u8| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E');
+    !token
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
+        || !token.iter().all(numeric)
+        || json::is_canonical_number(token)
 }
 
 /// Whether the characters the bytes `r` of `line` are part of are valid UTF-8.
@@ -428,10 +442,15 @@ mod tests {
             r#"{"a":1,"b":"x","c":"caf\u00E9"}"#,
             r#"{"a":1,"b":"x","c":"caf\/"}"#,
             r#"{"a":1,"b":"x","c":"caf\ud83d\ude00"}"#,
+            r#"{"a":1.0,"b":"x","c":"caf"}"#,
+            r#"{"a":1e2,"b":"x","c":"caf"}"#,
             "{\"a\":1,\"b\":\"x\",\"c\":\"caf\u{1}\"}",
         ] {
             assert_eq!(ops(&last, &padded(line)), None, "{line}");
         }
+        // A number changed as sess writes numbers is set.
+        let line = padded(r#"{"a":25,"b":"x","c":"caf"}"#);
+        assert_eq!(ops(&last, &line).unwrap(), [('s', "25".into())]);
         // Bytes that are no UTF-8 end the run; a character whose bytes the change splits
         // is looked at whole.
         let line = padded(r#"{"a":1,"b":"x","c":"café"}"#).into_bytes();
