@@ -168,21 +168,36 @@ fn string_around(line: &[u8], r: &Range<usize>) -> Option<Range<usize>> {
         .map(|p| from + p)
         .find(|&p| !escaped(line, p));
     let to = (r.end + REACH).min(line.len());
-    let close = memchr::memchr_iter(b'"', &line[r.end..to])
-        .map(|p| r.end + p)
-        .find(|&p| !escaped(line, p));
+    let close = first_quote(line, r.end..to);
     if open.is_none() && close.is_none() && !looks_like_text(line, r) {
         return None;
     }
     let start = match open {
-        Some(q) => (q > 0 && matches!(line[q - 1], b':' | b',' | b'[' | b'{')).then_some(q + 1)?,
+        Some(q) => opens(line, q).then_some(q + 1)?,
         None => (from > 0).then_some(from)?,
     };
     let end = match close {
-        Some(q) => matches!(line.get(q + 1), Some(b',' | b'}' | b']' | b':')).then_some(q)?,
+        Some(q) => closes(line, q).then_some(q)?,
         None => (to < line.len()).then_some(to)?,
     };
     Some(start..end)
+}
+
+/// Whether the quote at `q` opens a string: it follows `:`, `,`, `[` or `{`.
+fn opens(line: &[u8], q: usize) -> bool {
+    q > 0 && matches!(line[q - 1], b':' | b',' | b'[' | b'{')
+}
+
+/// Whether the quote at `q` closes a string: `,`, `}`, `]` or `:` follows it.
+fn closes(line: &[u8], q: usize) -> bool {
+    matches!(line.get(q + 1), Some(b',' | b'}' | b']' | b':'))
+}
+
+/// The first unescaped quote in the bytes `r` of `line`.
+fn first_quote(line: &[u8], r: Range<usize>) -> Option<usize> {
+    memchr::memchr_iter(b'"', &line[r.clone()])
+        .map(|p| r.start + p)
+        .find(|&p| !escaped(line, p))
 }
 
 /// Whether the bytes near `r` hold a space, a letter other than `e` or a byte of UTF-8:
@@ -212,15 +227,12 @@ fn token_around(line: &[u8], r: Range<usize>) -> Range<usize> {
 
 /// Bytes that end a token.
 fn structural(b: u8) -> bool {
-    matches!(
-        b,
-        b'"' | b',' | b':' | b'[' | b']' | b'{' | b'}' | b' ' | b'\t' | b'\n' | b'\r'
-    )
+    matches!(b, b'"' | b',' | b':' | b'[' | b']' | b'{' | b'}') || json::is_ws(b)
 }
 
 /// Whether `r` holds an unescaped quote.
 fn has_quote(line: &[u8], r: &Range<usize>) -> bool {
-    memchr::memchr_iter(b'"', &line[r.clone()]).any(|p| !escaped(line, r.start + p))
+    first_quote(line, r.clone()).is_some()
 }
 
 /// Whether the byte at `at` follows an odd number of backslashes, counting at most
@@ -232,9 +244,9 @@ fn escaped(line: &[u8], at: usize) -> bool {
 
 /// Whether the bytes `r` of `line`, held `how`, are spelled as sess writes JSON, as far as
 /// they show: valid UTF-8, no control character raw, escapes only where `JSON.stringify`
-/// writes them ([`json::canonical_escape_len`]), and no whitespace between tokens (looked
-/// for where it is known whether the bytes begin in a string: not in a token, whose bytes
-/// may lie in a string whose quotes were not found). Numbers are not looked at.
+/// writes them ([`json::canonical_escape_len`]), a number held as a token spelled as
+/// `JSON.stringify` spells it, and no whitespace between tokens (looked for where it is
+/// known whether the bytes begin in a string: for a token, its first quote tells).
 fn spelled_as_sess(line: &[u8], r: Range<usize>, how: Held) -> bool {
     if how == Held::Token && !number_as_sess(&line[r.clone()]) {
         return false;
@@ -292,13 +304,11 @@ fn whole_chars_are_utf8(line: &[u8], r: Range<usize>) -> bool {
 /// quote: one that closes a string (before `,`, `}`, `]` or `:`) says no, one that opens
 /// one (after `,`, `[`, `{` or `:`) says yes. None when there is no such quote.
 fn starts_outside(line: &[u8], r: &Range<usize>) -> Option<bool> {
-    let q = memchr::memchr_iter(b'"', &line[r.clone()])
-        .map(|p| r.start + p)
-        .find(|&p| !escaped(line, p))?;
-    if matches!(line.get(q + 1), Some(b',' | b'}' | b']' | b':')) {
+    let q = first_quote(line, r.clone())?;
+    if closes(line, q) {
         return Some(false);
     }
-    (q > 0 && matches!(line[q - 1], b',' | b'[' | b'{' | b':')).then_some(true)
+    opens(line, q).then_some(true)
 }
 
 #[cfg(test)]
