@@ -138,27 +138,10 @@ impl Store {
     /// last one too).
     fn free(&mut self, ids: RangeInclusive<u64>) -> io::Result<()> {
         let mut dead = 0;
-        let many = ids.end().saturating_sub(*ids.start()).saturating_add(1);
-        if many <= self.cache.len() as u64 {
-            for id in ids.clone() {
-                self.uncache(id);
-            }
-        } else {
-            let ids = ids.clone();
-            self.cache.retain(|id, _| !ids.contains(id));
-            self.cached = self.cache.values().map(Vec::len).sum();
-        }
-        if many <= self.at.len() as u64 {
-            for id in ids {
-                dead += self.at.remove(&id).map_or(0, |(_, len)| len as u64);
-            }
-        } else {
-            self.at.retain(|id, &mut (_, len)| {
-                let keep = !ids.contains(id);
-                dead += if keep { 0 } else { len as u64 };
-                keep
-            });
-        }
+        remove_ids(&mut self.at, &ids, |&(_, len)| dead += len as u64);
+        let mut uncached = 0;
+        remove_ids(&mut self.cache, &ids, |v| uncached += v.len());
+        self.cached -= uncached;
         self.dead += dead;
         if self.dead >= self.compact_min && self.dead >= self.len / 2 {
             self.compact()?;
@@ -207,27 +190,24 @@ impl Store {
         file.write_all_at(bytes, self.len).map_err(scratch)?;
         self.at.insert(id, (self.len, bytes.len()));
         self.len += bytes.len() as u64;
-        if bytes.len() <= CACHE_VALUE_MAX {
-            self.keep(id, bytes.to_vec());
-        }
+        self.keep(id, bytes);
         Ok(())
     }
 
-    /// Keeps value `id` in memory too.
-    fn keep(&mut self, id: u64, bytes: Vec<u8>) {
-        self.uncache(id);
+    /// Keeps value `id` in memory too, if it is short enough.
+    fn keep(&mut self, id: u64, bytes: &[u8]) {
+        if let Some(v) = self.cache.remove(&id) {
+            self.cached -= v.len();
+        }
+        if bytes.len() > CACHE_VALUE_MAX {
+            return;
+        }
         if self.cached + bytes.len() > self.cache_max {
             self.cache.clear();
             self.cached = 0;
         }
         self.cached += bytes.len();
-        self.cache.insert(id, bytes);
-    }
-
-    fn uncache(&mut self, id: u64) {
-        if let Some(v) = self.cache.remove(&id) {
-            self.cached -= v.len();
-        }
+        self.cache.insert(id, bytes.to_vec());
     }
 
     /// Appends value `id` to `out`; false when there is no such value.
@@ -249,8 +229,8 @@ impl Store {
         let start = out.len();
         out.resize(start + len, 0);
         file.read_exact_at(&mut out[start..], at)?;
-        if whole && len <= CACHE_VALUE_MAX {
-            self.keep(id, out[start..].to_vec());
+        if whole {
+            self.keep(id, &out[start..]);
         }
         Ok(true)
     }
@@ -266,6 +246,27 @@ impl Store {
         self.cache.clear();
         self.cached = 0;
         Ok(())
+    }
+}
+
+/// Removes the entries of `map` whose ids are in `ids`, showing each to `gone`: id by id
+/// when there are fewer ids than entries, else in one pass over the map.
+fn remove_ids<V>(map: &mut HashMap<u64, V>, ids: &RangeInclusive<u64>, mut gone: impl FnMut(&V)) {
+    let many = ids.end().saturating_sub(*ids.start()).saturating_add(1);
+    if many <= map.len() as u64 {
+        for id in ids.clone() {
+            if let Some(v) = map.remove(&id) {
+                gone(&v);
+            }
+        }
+    } else {
+        map.retain(|id, v| {
+            let keep = !ids.contains(id);
+            if !keep {
+                gone(v);
+            }
+            keep
+        });
     }
 }
 
