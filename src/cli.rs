@@ -71,9 +71,10 @@ pub struct IoArgs {
 
     /// Threads to use (default: every core; 1 keeps all on one). With two or more, a zstd
     /// input is decompressed on a thread of its own, ahead of the rest, and output is
-    /// written on another; pack reads files on one thread, packs on another and compresses
-    /// frames on a third; stats of folders reads that many logs at once. The output is the
-    /// same bytes.
+    /// written on another; unpack, and cat with nothing to select, expand packed rows on N
+    /// helpers; pack reads files on one thread, packs on another and compresses frames on
+    /// a third; stats of folders reads that many logs at once. The output is the same
+    /// bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),
           hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,

@@ -14,6 +14,8 @@ use crate::profile::{Profile, Sub, registry};
 use crate::rows;
 use crate::snapshots::{self, ExpandError};
 
+pub mod ahead;
+
 /// One logical event: a whole line, or one member of a packed row.
 #[derive(Debug, Clone, Copy)]
 pub struct Event<'a> {
@@ -221,18 +223,8 @@ pub fn expand<E: From<Error>>(
             }
         };
     }
-    let row = match rows::parse(line.bytes) {
-        rows::Parsed::Event => return f(name, &whole),
-        rows::Parsed::Row(row) => row,
-        rows::Parsed::BadJson(_, e) => {
-            let place = Place::line(name, line.number)
-                .column(e.offset as u64 + 1)
-                .offset(line.offset + e.offset as u64);
-            return Err(Error::invalid(place, format!("invalid JSON in a packed row: {e}")).into());
-        }
-        rows::Parsed::BadRow(e) => {
-            return Err(Error::invalid(Place::line(name, line.number), e.to_string()).into());
-        }
+    let Some(row) = chunk_row(name, &line)? else {
+        return f(name, &whole);
     };
     for k in 0..row.len() {
         buf.clear();
@@ -248,6 +240,79 @@ pub fn expand<E: From<Error>>(
         }
     }
     Ok(Flow::More)
+}
+
+/// Whether [`expand`] may read `line` as a packed row (good or bad): a line for which this
+/// is false is its own one event.
+pub fn may_be_row(line: &[u8]) -> bool {
+    snapshots::is_row(line) || rows::may_be_row(line)
+}
+
+/// The chunk row a line holds, `None` for a line that is not one, or the error naming
+/// where a row is bad.
+fn chunk_row<'a>(name: &str, line: &Line<'a>) -> Result<Option<rows::Row<'a>>, Error> {
+    match rows::parse(line.bytes) {
+        rows::Parsed::Event => Ok(None),
+        rows::Parsed::Row(row) => Ok(Some(row)),
+        rows::Parsed::BadJson(_, e) => {
+            let place = Place::line(name, line.number)
+                .column(e.offset as u64 + 1)
+                .offset(line.offset + e.offset as u64);
+            Err(Error::invalid(
+                place,
+                format!("invalid JSON in a packed row: {e}"),
+            ))
+        }
+        rows::Parsed::BadRow(e) => Err(Error::invalid(
+            Place::line(name, line.number),
+            e.to_string(),
+        )),
+    }
+}
+
+/// [`expand`] for a reader that wants every event as bytes: each is appended to `out`
+/// with its newline. A chunk row's members are written straight into `out` (not through
+/// a buffer, as for a callback); `full` is called whenever `out` holds `at_least` bytes
+/// or more, between two events, to take them.
+pub fn expand_to<E: From<Error>>(
+    name: &str,
+    line: Line<'_>,
+    newline: bool,
+    out: &mut Vec<u8>,
+    at_least: usize,
+    full: &mut impl FnMut(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut row = None;
+    if !line.is_torn() && !snapshots::is_row(line.bytes) {
+        row = chunk_row(name, &line)?;
+    }
+    match row {
+        Some(row) => {
+            for k in 0..row.len() {
+                row.write_member(k, out);
+                out.push(b'\n');
+                if out.len() >= at_least {
+                    full(out)?;
+                }
+            }
+            Ok(())
+        }
+        // Snapshot frames are written one by one into a buffer of their own.
+        None => {
+            let mut buf = Vec::new();
+            expand(name, line, newline, &mut buf, &mut |_, ev| {
+                out.extend_from_slice(ev.bytes);
+                if ev.newline {
+                    out.push(b'\n');
+                }
+                if out.len() >= at_least {
+                    full(out)?;
+                }
+                Ok(Flow::More)
+            })
+            .map(|_| ())
+        }
+    }
 }
 
 /// The seq of a line's first logical event, as the frame index records it: its `seq`, a

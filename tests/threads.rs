@@ -236,3 +236,114 @@ fn a_write_that_fails_is_the_error_though_reading_ran_ahead_into_a_bad_row() {
         }
     }
 }
+
+#[test]
+fn rows_expanded_on_helpers_read_as_on_one_thread() {
+    // `cat` and `unpack` hand rows to helper threads in batches, and write what comes
+    // back in order. Many batches of chunk and snapshot rows; a bad row among them, after
+    // many batches and a little before the end (reading is then ahead of writing); a last
+    // line without its newline, whole or torn, after a bad row or not.
+    let dsh = stdout_ok(sess().args(["pack", "--plain"]).arg(testdata("dsh.jsonl")));
+    let pi = stdout_ok(
+        sess()
+            .args(["pack", "--plain"])
+            .arg(testdata("pi-old.jsonl")),
+    );
+    let rows =
+        |n: usize| -> Vec<u8> { (0..n).flat_map(|_| [&dsh[..], &pi[..]].concat()).collect() };
+    let bad = br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}
+"#;
+    let bad_row = [rows(1000), bad.to_vec(), rows(3)].concat();
+    let bad_line = rows(1000).iter().filter(|&&c| c == b'\n').count() + 1;
+    // Under --strict, a line that is not JSON stops reading: after a bad row, the row is
+    // still the error.
+    // Lines longer than a batch that are not rows are written as read, between batches.
+    let long = |n: usize| format!("{{\"type\":\"note\",\"s\":\"{}\"}}", "y".repeat(n)).into_bytes();
+    let long_lines = [
+        rows(300),
+        long(200_000),
+        b"\n".to_vec(),
+        long(300_000),
+        b"\n".to_vec(),
+        rows(300),
+        long(500_000),
+    ]
+    .concat();
+    let logs: [(&str, Vec<u8>); 7] = [
+        ("long-lines", long_lines),
+        (
+            "bad-row-then-not-json",
+            [&bad_row[..], b"not json\n"].concat(),
+        ),
+        ("whole", rows(1200)),
+        ("bad-row", bad_row.clone()),
+        (
+            "bad-row-then-unterminated",
+            [&bad_row[..], b"{\"type\":\"x\"}"].concat(),
+        ),
+        (
+            "unterminated",
+            [rows(1200), b"{\"type\":\"x\"}".to_vec()].concat(),
+        ),
+        ("torn", [rows(1200), b"{\"type\":\"x\",".to_vec()].concat()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let before_bad = stdout_ok(
+        sess()
+            .args(["unpack", "--threads", "1"])
+            .write_stdin(rows(1000)),
+    );
+    assert!(before_bad.len() > 8 << 20, "{}", before_bad.len());
+    for (name, log) in logs {
+        for (form, bytes) in [("jsonl", log.clone()), ("jsonl.zst", common::zstd(&log))] {
+            let path = dir.path().join(format!("{name}.{form}"));
+            std::fs::write(&path, bytes).unwrap();
+            for command in [
+                &["cat"][..],
+                &["unpack"],
+                &["cat", "--strict"],
+                &["unpack", "--strict"],
+            ] {
+                let run = |threads: &str| {
+                    sess()
+                        .args(command)
+                        .args(["--threads", threads])
+                        .arg(&path)
+                        .output()
+                        .unwrap()
+                };
+                let one = run("1");
+                let case = format!("sess {} {name}.{form}", command.join(" "));
+                for threads in ["2", "3"] {
+                    let many = run(threads);
+                    assert_eq!(one.status.code(), many.status.code(), "{case} {threads}");
+                    assert!(
+                        one.stdout == many.stdout,
+                        "{case} {threads}: stdout differs"
+                    );
+                    let (e1, e2) = (
+                        String::from_utf8_lossy(&one.stderr),
+                        String::from_utf8_lossy(&many.stderr),
+                    );
+                    // The one difference, documented: the warning that counts the lines
+                    // that are not JSON may count those read ahead past the bad row too.
+                    if name == "bad-row-then-not-json" && command.len() == 1 {
+                        assert!(!e1.contains("not JSON"), "{case}: {e1}");
+                        assert_eq!(e1.lines().last(), e2.lines().last(), "{case} {threads}");
+                        continue;
+                    }
+                    assert_eq!(e1, e2, "{case} {threads}");
+                }
+                // Every event before the bad row came out, and nothing after it.
+                if name.starts_with("bad-row") {
+                    assert!(one.stdout == before_bad, "{case}");
+                    let err = String::from_utf8_lossy(&one.stderr);
+                    assert!(err.contains(&format!(":{bad_line}:")), "{case}: {err}");
+                    assert!(!err.contains("last line"), "{case}: {err}");
+                } else {
+                    assert!(one.status.success(), "{case}");
+                }
+            }
+        }
+    }
+}

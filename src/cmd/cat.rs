@@ -93,6 +93,18 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         seq: args.seq,
         saw_seq: std::cell::Cell::new(false),
     };
+    // Every event, on threads: rows are expanded on helpers, and this thread only writes
+    // what they hand back, on its own (without the writing thread's copy).
+    let everything =
+        args.types.is_empty() && args.lines.is_none() && args.seq.is_none() && args.tail.is_none();
+    if everything && args.io.threads > 1 {
+        let mut sink = args.io.sink_here()?;
+        let helpers = args.io.threads as usize;
+        let opts = args.io.open_options(g);
+        let read = event::ahead::write_events(&inputs, opts, LastLine::Records, helpers, &mut sink);
+        super::settled(&mut sink, read)?;
+        return Ok(sink.finish()?);
+    }
     let mut sink = args.io.sink()?;
     // Seeking reads frames as they are, and any damage in one is an error: to stop at
     // damage (point-in-time) or skip it (skip-corrupt, which can skip lines of interned

@@ -35,21 +35,31 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
-    let mut sink = args.io.sink()?;
+    // With threads, rows are expanded on helpers and the main thread only writes what
+    // they hand back: it writes on its own, without the writing thread's copy.
+    let mut sink = match args.io.threads {
+        1 => args.io.sink()?,
+        _ => args.io.sink_here()?,
+    };
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
-    let read = super::each_event(
-        &inputs,
-        args.io.open_options(g),
-        LastLine::Verbatim,
-        |_, ev| {
+    let opts = args.io.open_options(g);
+    let read = match args.io.threads {
+        1 => super::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
             sink.write_all(ev.bytes)?;
             if ev.newline {
                 sink.write_all(b"\n")?;
             }
             Ok(Flow::More)
-        },
-    );
+        }),
+        n => sess::event::ahead::write_events(
+            &inputs,
+            opts,
+            LastLine::Verbatim,
+            n as usize,
+            &mut sink,
+        ),
+    };
     super::settled(&mut sink, read)?;
     Ok(sink.finish()?)
 }
