@@ -71,8 +71,8 @@ pub struct IoArgs {
 
     /// Threads to use (default: every core; 1 keeps all on one). With two or more, a zstd
     /// input is decompressed on a thread of its own, ahead of the rest, and output is
-    /// written on another; unpack, and cat with nothing to select, expand packed rows on N
-    /// helpers; pack reads files on one thread, packs on another and compresses frames on
+    /// written on another; unpack, and cat with nothing to select, expand packed rows of
+    /// files on N helpers (at most one per core); pack reads files on one thread, packs on another and compresses frames on
     /// a third; stats of folders reads that many logs at once. The output is the same
     /// bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),

@@ -242,10 +242,10 @@ pub fn expand<E: From<Error>>(
     Ok(Flow::More)
 }
 
-/// Whether [`expand`] may read `line` as a packed row (good or bad): a line for which this
-/// is false is its own one event.
-pub fn may_be_row(line: &[u8]) -> bool {
-    snapshots::is_row(line) || rows::may_be_row(line)
+/// Whether [`expand`] gives `line` as its own one event (not a packed row, good or bad).
+pub fn is_one_event(line: &Line<'_>) -> bool {
+    line.is_torn()
+        || !snapshots::is_row(line.bytes) && matches!(rows::parse(line.bytes), rows::Parsed::Event)
 }
 
 /// The chunk row a line holds, `None` for a line that is not one, or the error naming

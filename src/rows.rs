@@ -120,14 +120,8 @@ pub fn is_row_type(raw: &[u8]) -> bool {
     json::str_value(raw).is_some_and(|t| RowKind::from_name(&t).is_some())
 }
 
-/// Whether [`parse`] may read `line` as a row (good or bad): no line without this can be
-/// one.
-pub fn may_be_row(line: &[u8]) -> bool {
-    CHUNKS.find(line).is_some()
-}
-
 pub fn parse(line: &[u8]) -> Parsed<'_> {
-    if !may_be_row(line) {
+    if CHUNKS.find(line).is_none() {
         return Parsed::Event;
     }
     if let Some(row) = canonical_row(line) {

@@ -253,22 +253,25 @@ fn rows_expanded_on_helpers_read_as_on_one_thread() {
         |n: usize| -> Vec<u8> { (0..n).flat_map(|_| [&dsh[..], &pi[..]].concat()).collect() };
     let bad = br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}
 "#;
-    let bad_row = [rows(1000), bad.to_vec(), rows(3)].concat();
+    // More than the lines read ahead (1 MiB) follow the bad row.
+    let bad_row = [rows(1000), bad.to_vec(), rows(300)].concat();
     let bad_line = rows(1000).iter().filter(|&&c| c == b'\n').count() + 1;
-    // Under --strict, a line that is not JSON stops reading: after a bad row, the row is
-    // still the error.
-    // Lines longer than a batch that are not rows are written as read, between batches.
+    // Lines longer than a batch that are not rows (one that names chunks too) are written
+    // as read, between batches.
     let long = |n: usize| format!("{{\"type\":\"note\",\"s\":\"{}\"}}", "y".repeat(n)).into_bytes();
     let long_lines = [
         rows(300),
         long(200_000),
         b"\n".to_vec(),
+        format!("{{\"text-chunks\":\"{}\"}}\n", "z".repeat(300_000)).into_bytes(),
         long(300_000),
         b"\n".to_vec(),
         rows(300),
         long(500_000),
     ]
     .concat();
+    // Under --strict, a line that is not JSON stops reading: after a bad row, the row is
+    // still the error.
     let logs: [(&str, Vec<u8>); 7] = [
         ("long-lines", long_lines),
         (
@@ -345,5 +348,43 @@ fn rows_expanded_on_helpers_read_as_on_one_thread() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn a_bad_row_ends_the_run_before_the_next_input_is_read() {
+    // Rows are expanded behind reading; the next input is opened only once the one before
+    // is written, so a bad row near the end of the first says nothing of the second.
+    let dsh = stdout_ok(sess().args(["pack", "--plain"]).arg(testdata("dsh.jsonl")));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = br#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[x],"texts":["a","b"]}}
+"#;
+    let first = dir.path().join("first.jsonl");
+    let log: Vec<u8> = [
+        (0..200).flat_map(|_| dsh.clone()).collect(),
+        bad.to_vec(),
+        dsh.clone(),
+    ]
+    .concat();
+    std::fs::write(&first, log).unwrap();
+    let second = dir.path().join("second.jsonl");
+    std::fs::write(&second, "not json\n{\"type\":\"x\"").unwrap();
+    for command in ["cat", "unpack"] {
+        let run = |threads: &str| {
+            sess()
+                .args([command, "--threads", threads])
+                .args([&first, &second])
+                .output()
+                .unwrap()
+        };
+        let (one, two) = (run("1"), run("2"));
+        assert_eq!(one.status.code(), two.status.code(), "{command}");
+        assert!(one.stdout == two.stdout, "{command}: stdout differs");
+        let err = String::from_utf8_lossy(&two.stderr);
+        assert_eq!(String::from_utf8_lossy(&one.stderr), err, "{command}");
+        assert!(
+            err.contains("first.jsonl:") && !err.contains("second"),
+            "{command}: {err}"
+        );
     }
 }

@@ -35,30 +35,30 @@ pub struct Args {
 
 pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
-    // With threads, rows are expanded on helpers and the main thread only writes what
-    // they hand back: it writes on its own, without the writing thread's copy.
-    let mut sink = match args.io.threads {
-        1 => args.io.sink()?,
-        _ => args.io.sink_here()?,
+    // With threads, rows of files are expanded on helpers and the main thread only writes
+    // what they hand back: it writes on its own, without the writing thread's copy.
+    let helpers = match args.io.threads {
+        n if n > 1 && sess::event::ahead::suits(&inputs) => Some(n as usize),
+        _ => None,
+    };
+    let mut sink = match helpers {
+        None => args.io.sink()?,
+        Some(_) => args.io.sink_here()?,
     };
     // Verbatim: a last line without newline comes back as it went in, so that unpacking
     // what `pack` wrote gives its input back byte for byte.
     let opts = args.io.open_options(g);
-    let read = match args.io.threads {
-        1 => super::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
+    let read = match helpers {
+        None => super::each_event(&inputs, opts, LastLine::Verbatim, |_, ev| {
             sink.write_all(ev.bytes)?;
             if ev.newline {
                 sink.write_all(b"\n")?;
             }
             Ok(Flow::More)
         }),
-        n => sess::event::ahead::write_events(
-            &inputs,
-            opts,
-            LastLine::Verbatim,
-            n as usize,
-            &mut sink,
-        ),
+        Some(n) => {
+            sess::event::ahead::write_events(&inputs, opts, LastLine::Verbatim, n, &mut sink)
+        }
     };
     super::settled(&mut sink, read)?;
     Ok(sink.finish()?)

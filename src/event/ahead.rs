@@ -12,8 +12,12 @@
 //! errors: a bad row is reported once every event before it has been written, and nothing
 //! after it is; a failure of reading is reported once the batches read before it are
 //! written (unless one of them failed first); a failure of writing ends it at once. One
-//! thing differs: the warning that counts an input's lines that are not JSON may count
-//! lines read ahead past a bad row.
+//! thing differs: reading runs up to [`IN_FLIGHT_BYTES`] of lines ahead of writing, within
+//! one input, so before a bad row's error there may be warnings about what was read past
+//! it (a torn or damaged frame after it, the count of lines that are not JSON).
+//!
+//! Only files are read so ([`suits`]): lines from a pipe come as they are written, and a
+//! reader wants each one expanded and written as it comes, not once a batch is full.
 //!
 //! Memory stays bounded: batches of at most [`BATCH`] bytes of lines (or one longer line)
 //! are out [`IN_FLIGHT`] at a time, [`IN_FLIGHT_BYTES`] of lines at most unless one line
@@ -25,7 +29,7 @@ use std::io::Write;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use super::{LastLine, expand_to, may_be_row, newline_for, not_jsonl};
+use super::{LastLine, expand_to, is_one_event, newline_for, not_jsonl};
 use crate::error::{Error, Place};
 use crate::input::{self, Flow, Input, OpenOptions};
 use crate::io::{Ending, Line};
@@ -58,10 +62,14 @@ struct Batch {
     lines: Vec<Held>,
 }
 
-/// What a helper hands back of a batch, in order; the channel closing ends it.
+/// What a helper hands back of a batch, in order.
 enum Piece {
     Bytes(Vec<u8>),
+    /// A bad row: nothing more comes of the batch.
     Failed(Error),
+    /// The batch is done. (A channel that closes without it belonged to a helper that
+    /// panicked.)
+    End,
 }
 
 /// A batch to expand, the input it was read from, and where its pieces go.
@@ -69,8 +77,10 @@ type Job = (Arc<str>, Batch, SyncSender<Piece>);
 
 /// Why writing the log stopped.
 enum Fail {
-    /// Reading failed, or a row is bad.
+    /// Reading failed: what was read before is written first.
     Read(Error),
+    /// A row is bad (or its helper failed): nothing after it is written.
+    Row(Error),
     /// Writing failed: nothing more is written.
     Write(std::io::Error),
 }
@@ -81,9 +91,17 @@ impl From<Error> for Fail {
     }
 }
 
+/// Whether [`write_events`] reads `inputs` so: files only (not stdin, a FIFO or a device).
+pub fn suits(inputs: &[Input]) -> bool {
+    inputs
+        .iter()
+        .all(|i| i.path().is_some_and(input::is_regular_file))
+}
+
 /// Writes every logical event of `inputs` to `out`, each followed by its newline, as
 /// [`super::each_event`] reads them under `last`, with rows expanded on `helpers` threads
-/// (at least one).
+/// (no more than there are cores, which is all they can use; as many of those as can be
+/// started, at least one).
 pub fn write_events<E: From<Error> + From<std::io::Error>>(
     inputs: &[Input],
     opts: OpenOptions,
@@ -94,9 +112,21 @@ pub fn write_events<E: From<Error> + From<std::io::Error>>(
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     let jobs_rx = Mutex::new(jobs_rx);
     let spare = Spare::default();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     std::thread::scope(|scope| {
-        for _ in 0..helpers.max(1) {
-            scope.spawn(|| helper(&jobs_rx, &spare));
+        for k in 0..helpers.clamp(1, cores) {
+            let started = std::thread::Builder::new()
+                .name("expand".into())
+                .spawn_scoped(scope, || helper(&jobs_rx, &spare));
+            match started {
+                Ok(_) => {}
+                // A limit on threads: the helpers started do the work.
+                Err(_) if k > 0 => break,
+                Err(e) => {
+                    let why = format!("cannot start a thread to expand rows on: {e}");
+                    return Err(E::from(std::io::Error::new(e.kind(), why)));
+                }
+            }
         }
         let mut order = Order {
             jobs: jobs_tx,
@@ -106,17 +136,18 @@ pub fn write_events<E: From<Error> + From<std::io::Error>>(
             spare: &spare,
         };
         let done = match read(inputs, opts, last, &mut order) {
-            Err(Fail::Write(e)) => Err(Fail::Write(e)),
             // Whatever was read is written, up to the first batch that failed; a failure
             // of reading comes after it, as it would on one thread.
-            read => order.drain().and(read),
+            Ok(()) => order.drain(),
+            Err(Fail::Read(e)) => order.drain().and(Err(Fail::Read(e))),
+            failed => failed,
         };
         // The helpers end when the jobs' sender goes, and pieces no one waits for are
         // dropped (a helper whose receiver is gone stops its batch).
         drop(order);
         match done {
             Ok(()) => Ok(()),
-            Err(Fail::Read(e)) => Err(E::from(e)),
+            Err(Fail::Read(e) | Fail::Row(e)) => Err(E::from(e)),
             Err(Fail::Write(e)) => Err(E::from(e)),
         }
     })
@@ -149,7 +180,7 @@ fn read(
             };
             // A long line that is not a row is written from where it was read: copied into
             // a batch and a piece, it would be held three times over.
-            if line.bytes.len() >= BATCH && !may_be_row(line.bytes) {
+            if line.bytes.len() >= BATCH && is_one_event(&line) {
                 order.send(name, std::mem::take(&mut batch))?;
                 order.drain()?;
                 return order.write_line(line.bytes, newline).map(|()| Flow::More);
@@ -167,12 +198,16 @@ fn read(
             }
             Ok(Flow::More)
         });
-        // Lines read before reading failed are written too; after writing failed, nothing.
-        if let Err(Fail::Write(e)) = read {
-            return Err(Fail::Write(e));
+        // Lines read before reading failed are written too; after a bad row or a failed
+        // write, nothing.
+        if let Err(Fail::Row(_) | Fail::Write(_)) = read {
+            return read.map(|_| ());
         }
         order.send(&name, batch)?;
         read?;
+        // The next input is opened only once this one is written: a bad row in it ends
+        // the run before the next is read.
+        order.drain()?;
     }
     Ok(())
 }
@@ -226,7 +261,7 @@ impl Order<'_> {
         let (tx, rx) = mpsc::sync_channel(PIECES);
         self.jobs
             .send((Arc::from(name), batch, tx))
-            .map_err(|_| Fail::Read(Error::io(Place::file(name), "cannot expand", gone())))?;
+            .map_err(|_| Fail::Row(Error::io(Place::file(name), "cannot expand", gone())))?;
         self.waiting.push_back((rx, len));
         self.held += len;
         Ok(())
@@ -235,10 +270,15 @@ impl Order<'_> {
     /// Writes the pieces ready, in order, without waiting.
     fn write_ready(&mut self) -> Result<(), Fail> {
         while let Some((rx, _)) = self.waiting.front() {
-            match rx.try_recv() {
-                Ok(piece) => self.write(piece)?,
+            let piece = match rx.try_recv() {
+                Ok(piece) => piece,
                 Err(mpsc::TryRecvError::Empty) => return Ok(()),
-                Err(mpsc::TryRecvError::Disconnected) => self.done(),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(helper_failed()),
+            };
+            if let Piece::End = piece {
+                self.done();
+            } else {
+                self.write(piece)?;
             }
         }
         Ok(())
@@ -246,10 +286,13 @@ impl Order<'_> {
 
     /// Writes the oldest batch out whole, waiting for it.
     fn write_oldest(&mut self) -> Result<(), Fail> {
-        if let Some((rx, len)) = self.waiting.pop_front() {
-            self.held -= len;
-            for piece in rx {
-                self.write(piece)?;
+        while let Some((rx, _)) = self.waiting.front() {
+            match rx.recv().map_err(|_| helper_failed())? {
+                Piece::End => {
+                    self.done();
+                    break;
+                }
+                piece => self.write(piece)?,
             }
         }
         Ok(())
@@ -286,7 +329,8 @@ impl Order<'_> {
                 self.spare.give(b);
                 Ok(())
             }
-            Piece::Failed(e) => Err(Fail::Read(e)),
+            Piece::Failed(e) => Err(Fail::Row(e)),
+            Piece::End => Ok(()),
         }
     }
 }
@@ -301,6 +345,7 @@ fn helper(jobs: &Mutex<Receiver<Job>>, spare: &Spare) {
         match expand_batch(&name, &batch, &mut piece, &tx, spare) {
             Ok(()) => {
                 let _ = tx.send(Piece::Bytes(piece));
+                let _ = tx.send(Piece::End);
             }
             // What was expanded before the bad row goes out first.
             Err(Stop::Failed(e)) => {
@@ -351,6 +396,11 @@ fn expand_batch(
 
 fn gone() -> std::io::Error {
     std::io::Error::other("the expanding threads stopped")
+}
+
+/// A batch whose helper stopped without finishing it (it panicked).
+fn helper_failed() -> Fail {
+    Fail::Row(Error::io(Place::stdout(), "cannot expand rows", gone()))
 }
 
 #[cfg(test)]
