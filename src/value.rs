@@ -56,6 +56,12 @@ impl Value {
         Ok(v)
     }
 
+    /// [`Value::parse`] of text already checked: one whole value cut from a line that
+    /// [`json::validate`] accepted.
+    pub fn parse_valid(text: &[u8]) -> Result<Value, ParseError> {
+        Parser::new(text, false).value(0)
+    }
+
     /// The value of `text` when `text` is exactly what [`Value::to_json`] writes for it (no
     /// whitespace, numbers and strings spelled as `JSON.stringify` spells them, no key
     /// twice), else `None`. The same answer as parsing, writing and comparing, without the

@@ -18,6 +18,7 @@ pub mod apply;
 pub mod approx;
 pub mod diff;
 pub mod oplist;
+pub mod raw;
 pub mod spell;
 pub mod stand_in;
 pub mod wire;

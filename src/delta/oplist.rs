@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 
 use super::apply::apply;
+use super::raw;
 use super::wire::{self, Decoder};
 use super::{Op, OpError};
 use crate::json;
@@ -143,14 +144,29 @@ pub struct Replay {
     pub value: Option<Value>,
 }
 
+/// A record's ops: parsed, or the raw JSON of a record [`raw::record`] read (valid).
+pub enum Ops<'a> {
+    Parsed(Value),
+    Raw(&'a [u8]),
+}
+
 /// A batch that failed: the op index (when known) and why.
 pub type BatchError = (Option<usize>, OpError);
 
 impl Replay {
     /// Applies one batch, returning its decoded ops when `keep` (else none: each op is
     /// moved into the value, not copied).
-    pub fn batch(&mut self, ops: Value, keep: bool) -> Result<Vec<Op>, BatchError> {
-        let decoded = self.decoder.decode_owned(ops)?;
+    pub fn batch(&mut self, ops: Ops<'_>, keep: bool) -> Result<Vec<Op>, BatchError> {
+        let decoded = match ops {
+            Ops::Parsed(ops) => self.decoder.decode_owned(ops)?,
+            Ops::Raw(raw) => match self.decoder.decode_raw(raw) {
+                Some(ops) => ops,
+                None => {
+                    let ops = Value::parse(raw).expect("a raw record's ops are valid JSON");
+                    self.decoder.decode_owned(ops)?
+                }
+            },
+        };
         let mut kept = Vec::with_capacity(if keep { decoded.len() } else { 0 });
         for (k, op) in decoded.into_iter().enumerate() {
             if keep {
@@ -501,12 +517,20 @@ impl Replayer {
         if is_blank(line) {
             return Ok(None);
         }
-        let rec = parse_record(line)?;
-        if !self.address_matches(&rec) {
+        // The common shapes are read from the bytes; the rest, and every error, the
+        // general way.
+        let (seq, address, ops) = match raw::record(line) {
+            Some(r) => (r.seq, r.address, Ops::Raw(r.ops)),
+            None => {
+                let rec = parse_record(line)?;
+                (rec.seq, rec.address, Ops::Parsed(rec.ops))
+            }
+        };
+        if !self.address_matches(address.as_deref()) {
             return Ok(None);
         }
         if let Some(at) = self.opts.at {
-            match rec.seq {
+            match seq {
                 None => {
                     return Err(format!(
                         "--at {at} reads records by their seq, and this one has none"
@@ -516,30 +540,28 @@ impl Replayer {
                 Some(_) => {}
             }
         }
-        let key = match &rec.address {
-            Some(a) if self.by_address => a.clone(),
+        let key = match address {
+            Some(a) if self.by_address => a,
             _ => String::new(),
         };
         let replay = self.lists.entry(key).or_default();
-        let ops = replay.batch(rec.ops, self.keep_ops).map_err(|(k, e)| {
-            let seq = rec
-                .seq
-                .map_or(String::new(), |s| format!("batch seq {s}, "));
+        let ops = replay.batch(ops, self.keep_ops).map_err(|(k, e)| {
+            let seq = seq.map_or(String::new(), |s| format!("batch seq {s}, "));
             let op = k.map_or(String::new(), |k| format!("op {k}: "));
             format!("{seq}{op}{e}")
         })?;
         self.applied += 1;
         Ok(Some(Applied {
-            seq: rec.seq,
+            seq,
             ops,
             value: replay.value.as_ref(),
         }))
     }
 
-    fn address_matches(&self, rec: &Record) -> bool {
+    fn address_matches(&self, address: Option<&str>) -> bool {
         match &self.opts.address {
             None => true,
-            Some(want) => rec.address.as_deref() == Some(want.as_str()),
+            Some(want) => address == Some(want.as_str()),
         }
     }
 

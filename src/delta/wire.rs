@@ -131,6 +131,16 @@ pub struct Decoder {
 pub type DecodeError = (Option<usize>, OpError);
 
 impl Decoder {
+    /// The path defined under `id`.
+    pub fn path_by_id(&self, id: u64) -> Option<&Path> {
+        self.paths.get(&id)
+    }
+
+    /// Defines `path` under `id`, as a `#` op does.
+    pub fn define_path(&mut self, id: u64, path: Path) {
+        self.paths.insert(id, path);
+    }
+
     /// Decodes a batch that stays the caller's: the ops' values are copied out of it.
     pub fn decode(&mut self, batch: &Value) -> Result<Vec<Op>, DecodeError> {
         let Value::Array(ops) = batch else {
