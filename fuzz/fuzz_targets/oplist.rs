@@ -1,11 +1,13 @@
 //! The wire decoder and the applier on arbitrary op lists: no panic, every rejection an
 //! error. And for every batch that decodes, encoding it again and decoding that with a
-//! fresh stream gives the same ops; and the text kept in step with the ops applied
-//! ([`Spelled`]) is the value written whole after each one.
+//! fresh stream gives the same ops; the text kept in step with the ops applied
+//! ([`Spelled`]) is the value written whole after each one; and whenever a record is read
+//! from its bytes ([`raw`]), it is what the general path reads, batch after batch.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sess::delta::oplist::{Replay, parse_record};
+use sess::delta::oplist::{Ops, Replay, parse_record};
+use sess::delta::raw;
 use sess::delta::spell::Spelled;
 use sess::delta::wire::{Decoder, Encoder};
 use sess::value::Value;
@@ -14,8 +16,21 @@ fuzz_target!(|data: &[u8]| {
     let mut replay = Replay::default();
     let mut value: Option<Value> = None;
     let mut spelled = Spelled::of(None);
+    let (mut fast, mut slow) = (Decoder::default(), Decoder::default());
     for line in data.split(|&b| b == b'\n') {
-        let Ok(rec) = parse_record(line) else { continue };
+        let general = parse_record(line);
+        if let Some(r) = raw::record(line) {
+            let rec = general.as_ref().expect("the general path reads what the raw one reads");
+            assert_eq!((r.seq, &r.address), (rec.seq, &rec.address));
+            let parsed = Value::parse(r.ops).expect("raw ops are valid JSON");
+            assert_eq!(parsed, rec.ops);
+            let expected = slow.decode_owned(parsed.clone());
+            match fast.decode_raw(r.ops) {
+                Some(ops) => assert_eq!(Ok(ops), expected),
+                None => assert_eq!(fast.decode_owned(parsed), expected),
+            }
+        }
+        let Ok(rec) = general else { continue };
         let Ok(ops) = Decoder::default().decode(&rec.ops) else { continue };
         let wire = Encoder::default().encode(&ops).to_json();
         let again = Decoder::default().decode(&Value::parse(&wire).expect("the encoder writes JSON"));
@@ -29,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(spelled.text(), &before[..], "a failed op changed the text");
             }
         }
-        if replay.batch(&rec.ops).is_err() {
+        if replay.batch(Ops::Parsed(rec.ops), false).is_err() {
             break;
         }
     }
