@@ -420,10 +420,10 @@ mod tests {
         .into_bytes()
     }
 
-    #[test]
-    fn a_batch_comes_back_in_pieces_of_bounded_size_and_in_order() {
+    /// A batch of whole lines, numbered from 1.
+    fn batch_of(lines: [Vec<u8>; 3]) -> Batch {
         let mut batch = Batch::default();
-        for line in [row(30_000, 100), b"{\"plain\":1}".to_vec(), row(5, 10)] {
+        for line in lines {
             batch.bytes.extend_from_slice(&line);
             let number = batch.lines.len() as u64 + 1;
             batch.lines.push(Held {
@@ -434,6 +434,12 @@ mod tests {
                 newline: true,
             });
         }
+        batch
+    }
+
+    #[test]
+    fn a_batch_comes_back_in_pieces_of_bounded_size_and_in_order() {
+        let batch = batch_of([row(30_000, 100), b"{\"plain\":1}".to_vec(), row(5, 10)]);
         let (tx, rx) = mpsc::sync_channel(PIECES);
         let spare = Spare::default();
         let mut pieces = Vec::new();
@@ -483,22 +489,11 @@ mod tests {
 
     #[test]
     fn a_bad_row_stops_its_batch_after_the_events_before_it() {
-        let mut batch = Batch::default();
-        for line in [
+        let batch = batch_of([
             row(3, 4),
             b"{\"type\":\"text-chunks\",\"seq0\":1,\"time0\":1,\"data\":{}}".to_vec(),
             row(3, 4),
-        ] {
-            batch.bytes.extend_from_slice(&line);
-            let number = batch.lines.len() as u64 + 1;
-            batch.lines.push(Held {
-                end: batch.bytes.len(),
-                number,
-                offset: 0,
-                ending: Ending::Newline,
-                newline: true,
-            });
-        }
+        ]);
         let (tx, rx) = mpsc::sync_channel(8);
         let mut piece = Vec::new();
         match expand_batch("t", &batch, &mut piece, &tx, &Spare::default()) {
