@@ -619,6 +619,14 @@ impl Writer {
         }
     }
 
+    /// Forgets what a survey saw so far, for it to start again from the first line.
+    pub fn survey_again(&mut self) {
+        self.survey_at = 0;
+        self.survey_seen = HashMap::new();
+        self.repeated = HashSet::new();
+        self.surveyed = 0;
+    }
+
     /// The survey is over: what it saw once is forgotten, what repeats is kept.
     pub fn surveyed(&mut self) {
         self.survey_seen = HashMap::new();

@@ -430,3 +430,96 @@ fn a_definition_outside_an_unresolved_ref_survives_it() {
     assert!(last - gone[0] <= 64, "lost through line {last}: {gone:?}");
     assert_eq!(gone, (gone[0]..=last).collect::<Vec<_>>(), "{gone:?}");
 }
+
+#[test]
+fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
+    // Plain files are surveyed by splitting chunks at newlines by hand; a zstd file the
+    // general way. The same lines must make the same choices: lines across the 1 MiB
+    // chunks, CRLF, a last line without newline, several inputs, and interned lines
+    // (which send plain files the general way too).
+    let big = "q".repeat(300_000);
+    let long: String = (0..12)
+        .map(|k| format!("{{\"seq\":{k},\"blob\":\"{big}\",\"n\":\"{}\"}}\n", k * 31))
+        .collect();
+    let crlf = String::from_utf8(blob_log()).unwrap().replace('\n', "\r\n");
+    let mut unterminated = blob_log();
+    unterminated.pop();
+    let interned = stdout_ok(
+        sess()
+            .args([
+                "pack",
+                "--plain",
+                "--intern-min",
+                "256",
+                "--frame-size",
+                "4K",
+            ])
+            .write_stdin(blob_log()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let (plain, zst) = (
+            dir.path().join(name),
+            dir.path().join(format!("{name}.zst")),
+        );
+        std::fs::write(&plain, bytes).unwrap();
+        std::fs::write(&zst, common::zstd(bytes)).unwrap();
+        (plain, zst)
+    };
+    // A value whose line straddles the first 1 MiB, and that occurs once more, further on:
+    // defined where it first occurs only if that line was read whole.
+    let mut straddle = Vec::new();
+    let mut k = 0;
+    while straddle.len() < (1 << 20) - 1000 {
+        straddle.extend_from_slice(format!("{{\"n\":{k}}}\n").as_bytes());
+        k += 1;
+    }
+    let v = "v".repeat(2000);
+    let x = "x".repeat(3000);
+    straddle.extend_from_slice(format!("{{\"a\":\"{x}\",\"v\":\"{v}\"}}\n").as_bytes());
+    for k in 0..3000 {
+        straddle.extend_from_slice(format!("{{\"m\":{k}}}\n").as_bytes());
+    }
+    straddle.extend_from_slice(format!("{{\"b\":1,\"v\":\"{v}\"}}\n").as_bytes());
+    let logs = [
+        ("straddle", straddle),
+        ("long", long.into_bytes()),
+        ("crlf", crlf.into_bytes()),
+        ("unterminated", unterminated),
+        ("interned", interned),
+        ("growing", growing_log()),
+    ];
+    let files: Vec<_> = logs.iter().map(|(name, log)| write(name, log)).collect();
+    let pack = |paths: &[&std::path::Path]| {
+        stdout_ok(sess().args(["pack", "--frame-size", "16K"]).args(paths))
+    };
+    let mut surveyed = 0;
+    for ((name, log), (plain, zst)) in logs.iter().zip(&files) {
+        let by_hand = pack(&[plain]);
+        assert!(
+            by_hand == pack(&[zst]),
+            "{name}: the two first passes differ"
+        );
+        // A packed input packs its events again: it reads back as they do.
+        let events = stdout_ok(sess().arg("unpack").write_stdin(log.clone()));
+        let back = stdout_ok(sess().arg("unpack").write_stdin(by_hand.clone()));
+        assert!(back == events, "{name}");
+        // From a pipe there is no first pass: where that packs otherwise, it mattered.
+        let piped = stdout_ok(
+            sess()
+                .args(["pack", "--frame-size", "16K"])
+                .write_stdin(log.clone()),
+        );
+        surveyed += usize::from(piped != by_hand);
+    }
+    assert!(surveyed >= 4, "{surveyed}");
+    let plains: Vec<&std::path::Path> = files.iter().map(|(p, _)| p.as_path()).collect();
+    let zsts: Vec<&std::path::Path> = files.iter().map(|(_, z)| z.as_path()).collect();
+    assert!(pack(&plains[..4]) == pack(&zsts[..4]), "several inputs");
+    // A plain file read by hand, then one with interned lines: the pass starts again.
+    let (growing, interned) = (plains[5], plains[4]);
+    assert!(
+        pack(&[growing, interned]) == pack(&[zsts[5], zsts[4]]),
+        "started again"
+    );
+}
