@@ -272,11 +272,21 @@ fn rows_expanded_on_helpers_read_as_on_one_thread() {
     .concat();
     // Under --strict, a line that is not JSON stops reading: after a bad row, the row is
     // still the error.
-    let logs: [(&str, Vec<u8>); 7] = [
+    // And a few rows after it, then a last line without newline: reading reaches that
+    // line before the bad row is written, and its warning must not be said.
+    let near_end = [
+        rows(1000),
+        bad.to_vec(),
+        rows(3),
+        b"{\"type\":\"x\"}".to_vec(),
+    ]
+    .concat();
+    let logs: [(&str, Vec<u8>); 8] = [
+        ("bad-row-near-unterminated", near_end.clone()),
         ("long-lines", long_lines),
         (
             "bad-row-then-not-json",
-            [&bad_row[..], b"not json\n"].concat(),
+            [&near_end[..near_end.len() - 12], b"not json\n"].concat(),
         ),
         ("whole", rows(1200)),
         ("bad-row", bad_row.clone()),
