@@ -282,36 +282,43 @@ pub fn expand_to<E: From<Error>>(
     at_least: usize,
     full: &mut impl FnMut(&mut Vec<u8>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut row = None;
-    if !line.is_torn() && !snapshots::is_row(line.bytes) {
-        row = chunk_row(name, &line)?;
+    let whole = line.is_torn();
+    // Snapshot frames are rebuilt one by one, into a buffer of their own.
+    if !whole && snapshots::is_row(line.bytes) {
+        let mut buf = Vec::new();
+        return expand(name, line, newline, &mut buf, &mut |_, ev| {
+            out.extend_from_slice(ev.bytes);
+            ended(out, ev.newline, at_least, full).map(|()| Flow::More)
+        })
+        .map(|_| ());
     }
-    match row {
-        Some(row) => {
-            for k in 0..row.len() {
-                row.write_member(k, out);
-                out.push(b'\n');
-                if out.len() >= at_least {
-                    full(out)?;
-                }
-            }
-            Ok(())
-        }
-        // Snapshot frames are written one by one into a buffer of their own.
+    // Each line is read as a row once: a line that is not one is its own event.
+    match if whole { None } else { chunk_row(name, &line)? } {
+        Some(row) => (0..row.len()).try_for_each(|k| {
+            row.write_member(k, out);
+            ended(out, true, at_least, full)
+        }),
         None => {
-            let mut buf = Vec::new();
-            expand(name, line, newline, &mut buf, &mut |_, ev| {
-                out.extend_from_slice(ev.bytes);
-                if ev.newline {
-                    out.push(b'\n');
-                }
-                if out.len() >= at_least {
-                    full(out)?;
-                }
-                Ok(Flow::More)
-            })
-            .map(|_| ())
+            out.extend_from_slice(line.bytes);
+            ended(out, newline, at_least, full)
         }
+    }
+}
+
+/// An event written into `out` ends: its newline, and `out` handed to `full` once it
+/// holds `at_least` bytes.
+fn ended<E>(
+    out: &mut Vec<u8>,
+    newline: bool,
+    at_least: usize,
+    full: &mut impl FnMut(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    if newline {
+        out.push(b'\n');
+    }
+    match out.len() >= at_least {
+        true => full(out),
+        false => Ok(()),
     }
 }
 
