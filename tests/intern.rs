@@ -433,10 +433,10 @@ fn a_definition_outside_an_unresolved_ref_survives_it() {
 
 #[test]
 fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
-    // Plain files are surveyed by splitting chunks at newlines by hand; a zstd file the
-    // general way. The same lines must make the same choices: lines across the 1 MiB
-    // chunks, CRLF, a last line without newline, several inputs, and interned lines
-    // (which send plain files the general way too).
+    // Plain files are surveyed straight from the file; a zstd file the general way. The
+    // same lines must make the same choices: lines across reads, CRLF, a last line
+    // without newline, several inputs, and interned lines (which send plain files the
+    // general way too).
     let big = "q".repeat(300_000);
     let long: String = (0..12)
         .map(|k| format!("{{\"seq\":{k},\"blob\":\"{big}\",\"n\":\"{}\"}}\n", k * 31))
@@ -516,7 +516,7 @@ fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
     let plains: Vec<&std::path::Path> = files.iter().map(|(p, _)| p.as_path()).collect();
     let zsts: Vec<&std::path::Path> = files.iter().map(|(_, z)| z.as_path()).collect();
     assert!(pack(&plains[..4]) == pack(&zsts[..4]), "several inputs");
-    // A plain file read by hand, then one with interned lines: the pass starts again.
+    // A plain file read straight, then one with interned lines: the pass starts again.
     let (growing, interned) = (plains[5], plains[4]);
     assert!(
         pack(&[growing, interned]) == pack(&[zsts[5], zsts[4]]),
