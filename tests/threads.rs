@@ -26,6 +26,31 @@ fn unchecked_frame(data: &[u8]) -> Vec<u8> {
     c.compress(data).unwrap()
 }
 
+/// `sess ARGS --threads N PATHS`, run to its end.
+fn on_threads<P: AsRef<std::ffi::OsStr>>(
+    args: &[&str],
+    threads: &str,
+    paths: &[P],
+) -> std::process::Output {
+    sess()
+        .args(args)
+        .args(["--threads", threads])
+        .args(paths)
+        .output()
+        .unwrap()
+}
+
+/// Asserts that two runs said the same: exit status, stdout and stderr.
+fn assert_alike(one: &std::process::Output, other: &std::process::Output, what: &str) {
+    assert_eq!(one.status.code(), other.status.code(), "{what}");
+    assert!(one.stdout == other.stdout, "{what}: stdout differs");
+    assert_eq!(
+        String::from_utf8_lossy(&one.stderr),
+        String::from_utf8_lossy(&other.stderr),
+        "{what}"
+    );
+}
+
 /// The inputs: packed in small frames; the same cut inside its last frame (torn); with a
 /// byte of a middle frame flipped; and frames without a checksum.
 fn inputs(dir: &std::path::Path) -> Vec<(&'static str, std::path::PathBuf)> {
@@ -83,23 +108,9 @@ fn one_thread_or_two_read_alike() {
     let mut warned = 0;
     for (name, path) in inputs(dir.path()) {
         for args in commands {
-            let run = |threads: &str| {
-                sess()
-                    .args(*args)
-                    .args(["--threads", threads])
-                    .arg(&path)
-                    .output()
-                    .unwrap()
-            };
+            let run = |threads| on_threads(args, threads, &[&path]);
             let (one, two) = (run("1"), run("2"));
-            let what = format!("{name}: sess {}", args.join(" "));
-            assert_eq!(one.status.code(), two.status.code(), "{what}");
-            assert!(one.stdout == two.stdout, "{what}: stdout differs");
-            assert_eq!(
-                String::from_utf8_lossy(&one.stderr),
-                String::from_utf8_lossy(&two.stderr),
-                "{what}"
-            );
+            assert_alike(&one, &two, &format!("{name}: sess {}", args.join(" ")));
             warned += usize::from(!one.stderr.is_empty());
         }
     }
@@ -139,14 +150,7 @@ fn files_packed_on_two_threads_are_the_files_packed_on_one() {
     std::fs::write(&torn_path, &torn).unwrap();
     files.push(torn_path);
     for args in [&["pack", "--plain"][..], &["pack", "--frame-size", "4K"]] {
-        let run = |threads: &str| {
-            sess()
-                .args(args)
-                .args(["--threads", threads])
-                .args(&files)
-                .output()
-                .unwrap()
-        };
+        let run = |threads| on_threads(args, threads, &files);
         let (one, two) = (run("1"), run("2"));
         assert!(
             one.status.success(),
@@ -317,14 +321,7 @@ fn rows_expanded_on_helpers_read_as_on_one_thread() {
                 &["cat", "--strict"],
                 &["unpack", "--strict"],
             ] {
-                let run = |threads: &str| {
-                    sess()
-                        .args(command)
-                        .args(["--threads", threads])
-                        .arg(&path)
-                        .output()
-                        .unwrap()
-                };
+                let run = |threads| on_threads(command, threads, &[&path]);
                 let one = run("1");
                 let case = format!("sess {} {name}.{form}", command.join(" "));
                 for threads in ["2", "3"] {
@@ -380,18 +377,12 @@ fn a_bad_row_ends_the_run_before_the_next_input_is_read() {
     let second = dir.path().join("second.jsonl");
     std::fs::write(&second, "not json\n{\"type\":\"x\"").unwrap();
     for command in ["cat", "unpack"] {
-        let run = |threads: &str| {
-            sess()
-                .args([command, "--threads", threads])
-                .args([&first, &second])
-                .output()
-                .unwrap()
-        };
-        let (one, two) = (run("1"), run("2"));
-        assert_eq!(one.status.code(), two.status.code(), "{command}");
-        assert!(one.stdout == two.stdout, "{command}: stdout differs");
+        let (one, two) = (
+            on_threads(&[command], "1", &[&first, &second]),
+            on_threads(&[command], "2", &[&first, &second]),
+        );
+        assert_alike(&one, &two, command);
         let err = String::from_utf8_lossy(&two.stderr);
-        assert_eq!(String::from_utf8_lossy(&one.stderr), err, "{command}");
         assert!(
             err.contains("first.jsonl:") && !err.contains("second"),
             "{command}: {err}"

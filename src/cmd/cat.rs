@@ -97,9 +97,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     // what they hand back, on its own (without the writing thread's copy).
     let everything =
         args.types.is_empty() && args.lines.is_none() && args.seq.is_none() && args.tail.is_none();
-    if everything && args.io.threads > 1 && event::ahead::suits(&inputs) {
+    if everything && let Some(helpers) = event::ahead::helpers(args.io.threads, &inputs) {
         let mut sink = args.io.sink_here()?;
-        let helpers = args.io.threads as usize;
         let opts = args.io.open_options(g);
         let read = event::ahead::write_events(&inputs, opts, LastLine::Records, helpers, &mut sink);
         super::settled(&mut sink, read)?;

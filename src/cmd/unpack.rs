@@ -37,10 +37,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let inputs = args.io.inputs();
     // With threads, rows of files are expanded on helpers and the main thread only writes
     // what they hand back: it writes on its own, without the writing thread's copy.
-    let helpers = match args.io.threads {
-        n if n > 1 && sess::event::ahead::suits(&inputs) => Some(n as usize),
-        _ => None,
-    };
+    let helpers = sess::event::ahead::helpers(args.io.threads, &inputs);
     let mut sink = match helpers {
         None => args.io.sink()?,
         Some(_) => args.io.sink_here()?,

@@ -16,7 +16,7 @@
 //! one input, so before a bad row's error there may be warnings about what was read past
 //! it (a torn or damaged frame after it, the count of lines that are not JSON).
 //!
-//! Only files are read so ([`suits`]): lines from a pipe come as they are written, and a
+//! Only files are read so ([`helpers`]): lines from a pipe come as they are written, and a
 //! reader wants each one expanded and written as it comes, not once a batch is full.
 //!
 //! Memory stays bounded: batches of at most [`BATCH`] bytes of lines (or one longer line)
@@ -91,11 +91,14 @@ impl From<Error> for Fail {
     }
 }
 
-/// Whether [`write_events`] reads `inputs` so: files only (not stdin, a FIFO or a device).
-pub fn suits(inputs: &[Input]) -> bool {
-    inputs
+/// How many helpers [`write_events`] would use on `inputs` with `threads` threads, or
+/// `None` when they are read on one thread: with one thread, or any input that is not a
+/// file (stdin, a FIFO, a device).
+pub fn helpers(threads: u64, inputs: &[Input]) -> Option<usize> {
+    let files = inputs
         .iter()
-        .all(|i| i.path().is_some_and(input::is_regular_file))
+        .all(|i| i.path().is_some_and(input::is_regular_file));
+    (threads > 1 && files).then_some(threads as usize)
 }
 
 /// Writes every logical event of `inputs` to `out`, each followed by its newline, as
