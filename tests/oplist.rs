@@ -313,6 +313,8 @@ fn a_file_and_stdin_give_the_same_answer() {
             "{\"seq\":1,\"address\":\"a\",\"ops\":[[\"a\",[\"t\"],\"y\"]]}\n",
             "\n",
             "{\"seq\":2,\"ops\":[[\"p\",[],1,0,[2]]]}\n",
+            // An empty address is the list of records without one.
+            "{\"seq\":3,\"address\":\"\",\"ops\":[[\"p\",[],2,0,[3]]]}\n",
         ),
     );
     for args in [
@@ -329,7 +331,7 @@ fn a_file_and_stdin_give_the_same_answer() {
     let (_, out, _) = recover_both(&[], &f);
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        "{\"\":[0,2],\"a\":{\"t\":\"xy\"},\"b\":[1]}\n"
+        "{\"\":[0,2,3],\"a\":{\"t\":\"xy\"},\"b\":[1]}\n"
     );
 }
 

@@ -144,10 +144,11 @@ pub struct Replay {
     pub value: Option<Value>,
 }
 
-/// A record's ops: parsed, or the raw JSON of a record [`raw::record`] read (valid).
+/// A record's ops: parsed, or as [`raw::record`] read them: their JSON (valid), and their
+/// tuples when it read them.
 pub enum Ops<'a> {
     Parsed(Value),
-    Raw(&'a [u8]),
+    Raw(&'a [u8], Option<Vec<raw::Tuple>>),
 }
 
 /// A batch that failed: the op index (when known) and why.
@@ -159,7 +160,7 @@ impl Replay {
     pub fn batch(&mut self, ops: Ops<'_>, keep: bool) -> Result<Vec<Op>, BatchError> {
         let decoded = match ops {
             Ops::Parsed(ops) => self.decoder.decode_owned(ops)?,
-            Ops::Raw(raw) => match self.decoder.decode_raw(raw) {
+            Ops::Raw(raw, tuples) => match tuples.and_then(|t| self.decoder.decode_raw(t)) {
                 Some(ops) => ops,
                 None => {
                     let ops = Value::parse(raw).expect("a raw record's ops are valid JSON");
@@ -487,8 +488,12 @@ pub struct Applied<'a> {
 pub struct Replayer {
     opts: RecoverOptions,
     by_address: bool,
-    /// One replay per address ("" for records without one, or when not by address).
+    /// One replay per address other than "", when by address.
     lists: std::collections::BTreeMap<String, Replay>,
+    /// The replay of records without an address (or with ""), or of every record when not
+    /// by address: kept apart, because looking up "" in the map was a tenth of `sess
+    /// recover` (`memcmp` of zero bytes at a dangling pointer takes a slow path).
+    plain: Option<Replay>,
     applied: u64,
     /// Whether each [`Applied`] carries its batch's ops (copies of them).
     keep_ops: bool,
@@ -500,6 +505,7 @@ impl Replayer {
             opts,
             by_address,
             lists: Default::default(),
+            plain: None,
             applied: 0,
             keep_ops: false,
         }
@@ -520,7 +526,7 @@ impl Replayer {
         // The common shapes are read from the bytes; the rest, and every error, the
         // general way.
         let (seq, address, ops) = match raw::record(line) {
-            Some(r) => (r.seq, r.address, Ops::Raw(r.ops)),
+            Some(r) => (r.seq, r.address, Ops::Raw(r.ops, r.tuples)),
             None => {
                 let rec = parse_record(line)?;
                 (rec.seq, rec.address, Ops::Parsed(rec.ops))
@@ -540,11 +546,10 @@ impl Replayer {
                 Some(_) => {}
             }
         }
-        let key = match address {
-            Some(a) if self.by_address => a,
-            _ => String::new(),
+        let replay = match address {
+            Some(a) if self.by_address && !a.is_empty() => self.lists.entry(a).or_default(),
+            _ => self.plain.get_or_insert_with(Replay::default),
         };
-        let replay = self.lists.entry(key).or_default();
         let ops = replay.batch(ops, self.keep_ops).map_err(|(k, e)| {
             let seq = seq.map_or(String::new(), |s| format!("batch seq {s}, "));
             let op = k.map_or(String::new(), |k| format!("op {k}: "));
@@ -575,20 +580,18 @@ impl Replayer {
                 (None, None) => "the op list holds no batch".to_string(),
             });
         }
-        let mut lists = self.lists;
         if self.by_address {
+            // "" first, as in the order of the keys.
+            let plain = self.plain.map(|r| (String::new(), r));
             return Ok(Value::Object(
-                std::mem::take(&mut lists)
+                plain
                     .into_iter()
+                    .chain(self.lists)
                     .map(|(k, r)| (k.encode_utf16().collect(), r.value.unwrap_or(Value::Null)))
                     .collect(),
             ));
         }
-        Ok(lists
-            .into_values()
-            .next()
-            .and_then(|r| r.value)
-            .unwrap_or(Value::Null))
+        Ok(self.plain.and_then(|r| r.value).unwrap_or(Value::Null))
     }
 }
 
