@@ -2,7 +2,8 @@
 //! error. And for every batch that decodes, encoding it again and decoding that with a
 //! fresh stream gives the same ops; the text kept in step with the ops applied
 //! ([`Spelled`]) is the value written whole after each one; and whenever a record is read
-//! from its bytes ([`raw`]), it is what the general path reads, batch after batch.
+//! from its bytes ([`raw`]), it is what the general path reads, batch after batch, and
+//! applying it as read gives the value and the error the general replay gives.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,19 +14,20 @@ use sess::delta::wire::{Decoder, Encoder};
 use sess::value::Value;
 
 fuzz_target!(|data: &[u8]| {
-    let mut replay = Replay::default();
+    let (mut replay, mut as_read) = (Replay::default(), Replay::default());
     let mut value: Option<Value> = None;
     let mut spelled = Spelled::of(None);
     let (mut fast, mut slow) = (Decoder::default(), Decoder::default());
     for line in data.split(|&b| b == b'\n') {
         let general = parse_record(line);
-        if let Some(r) = raw::record(line) {
+        let read = raw::record(line);
+        if let Some(r) = &read {
             let rec = general.as_ref().expect("the general path reads what the raw one reads");
             assert_eq!((r.seq, &r.address), (rec.seq, &rec.address));
             let parsed = Value::parse(r.ops).expect("raw ops are valid JSON");
             assert_eq!(parsed, rec.ops);
             let expected = slow.decode_owned(parsed.clone());
-            match r.tuples.and_then(|t| fast.decode_raw(t)) {
+            match r.tuples.clone().and_then(|t| fast.decode_raw(t)) {
                 Some(ops) => assert_eq!(Ok(ops), expected),
                 None => assert_eq!(fast.decode_owned(parsed), expected),
             }
@@ -44,7 +46,15 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(spelled.text(), &before[..], "a failed op changed the text");
             }
         }
-        if replay.batch(Ops::Parsed(rec.ops), false).is_err() {
+        let ops = match read {
+            Some(r) => Ops::Raw(r.ops, r.tuples),
+            None => Ops::Parsed(rec.ops.clone()),
+        };
+        let applied = as_read.batch(ops, false);
+        let expected = replay.batch(Ops::Parsed(rec.ops), false);
+        assert_eq!(applied, expected);
+        assert_eq!(as_read.value, replay.value);
+        if expected.is_err() {
             break;
         }
     }

@@ -42,11 +42,20 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), OpError> {
                 _ => Err(OpError::unresolvable(&path)),
             }
         }
-        Op::Set(path, v) => at_parent(root, &path, Change::Set(v)),
-        Op::Delete(path) => at_parent(root, &path, Change::Delete),
-        Op::Append(path, s) => at_parent(root, &path, Change::Append(s)),
-        Op::Truncate(path, n) => at_parent(root, &path, Change::Truncate(n)),
+        Op::Set(path, v) => at_parent(root, &path, Edit::Set(v)),
+        Op::Delete(path) => at_parent(root, &path, Edit::Delete),
+        Op::Append(path, s) => at_parent(root, &path, Edit::Append(s)),
+        Op::Truncate(path, n) => at_parent(root, &path, Edit::Truncate(n)),
     }
+}
+
+/// [`apply`] of the op `edit` makes at `path`, the path only borrowed: a replay that
+/// reads ops from their bytes applies them without making [`Op`]s.
+pub fn edit(root: &mut Option<Value>, path: &Path, edit: Edit) -> Result<(), OpError> {
+    if let Edit::Set(v) = &edit {
+        nests(path.len() + v.depth())?;
+    }
+    at_parent(root, path, edit)
 }
 
 /// Refuses an op whose value, placed at its path, would nest deeper than [`MAX_DEPTH`].
@@ -59,6 +68,11 @@ fn check_depth(op: &Op) -> Result<(), OpError> {
         }
         _ => 0,
     };
+    nests(depth)
+}
+
+/// Refuses a value that would nest `depth` levels deep, more than [`MAX_DEPTH`].
+fn nests(depth: usize) -> Result<(), OpError> {
     if depth > MAX_DEPTH {
         return Err(OpError::type_error(&format!(
             "the value would nest {depth} levels deep, more than the {MAX_DEPTH} sess allows"
@@ -68,11 +82,24 @@ fn check_depth(op: &Op) -> Result<(), OpError> {
 }
 
 /// What `s`, `d`, `a` and `t` do to the member their path ends at.
-enum Change {
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
     Set(Value),
     Delete,
     Append(Vec<u16>),
     Truncate(u64),
+}
+
+impl Edit {
+    /// The op that makes this edit at `path`.
+    pub fn into_op(self, path: Path) -> Op {
+        match self {
+            Edit::Set(v) => Op::Set(path, v),
+            Edit::Delete => Op::Delete(path),
+            Edit::Append(s) => Op::Append(path, s),
+            Edit::Truncate(n) => Op::Truncate(path, n),
+        }
+    }
 }
 
 /// Whether an object key is the one a segment names (a number on an object names the key
@@ -131,7 +158,7 @@ fn resolve<'a>(
     Ok(Some(cur))
 }
 
-fn at_parent(root: &mut Option<Value>, path: &Path, what: Change) -> Result<(), OpError> {
+fn at_parent(root: &mut Option<Value>, path: &Path, what: Edit) -> Result<(), OpError> {
     let Some((last, parent_path)) = path.split_last() else {
         return Err(OpError::unresolvable(&[]));
     };
@@ -146,29 +173,29 @@ fn at_parent(root: &mut Option<Value>, path: &Path, what: Change) -> Result<(), 
                 return Err(OpError::unsafe_segment(&i.to_string()));
             }
             match what {
-                Change::Set(v) if i == items.len() => items.push(v),
-                Change::Set(v) => items[i] = v,
-                Change::Delete if i < items.len() => {
+                Edit::Set(v) if i == items.len() => items.push(v),
+                Edit::Set(v) => items[i] = v,
+                Edit::Delete if i < items.len() => {
                     items.remove(i);
                 }
-                Change::Delete => return Err(OpError::unresolvable(path)),
-                Change::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
-                Change::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
+                Edit::Delete => return Err(OpError::unresolvable(path)),
+                Edit::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
+                Edit::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
             }
         }
         Value::Object(members) => {
             let pos = members.iter().position(|(k, _)| names(k, last));
             match (what, pos) {
-                (Change::Set(v), Some(p)) => members[p].1 = v,
-                (Change::Set(v), None) => members.push((key_of(last), v)),
-                (Change::Delete, Some(p)) => {
+                (Edit::Set(v), Some(p)) => members[p].1 = v,
+                (Edit::Set(v), None) => members.push((key_of(last), v)),
+                (Edit::Delete, Some(p)) => {
                     members.remove(p);
                 }
-                (Change::Delete, None) => {}
-                (Change::Append(s), p) => {
+                (Edit::Delete, None) => {}
+                (Edit::Append(s), p) => {
                     string_at(p.map(|p| &mut members[p].1), path)?.extend_from_slice(&s)
                 }
-                (Change::Truncate(n), p) => {
+                (Edit::Truncate(n), p) => {
                     truncate(string_at(p.map(|p| &mut members[p].1), path)?, n)
                 }
             }

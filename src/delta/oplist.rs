@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 
-use super::apply::apply;
+use super::apply::{self, apply};
 use super::raw;
 use super::wire::{self, Decoder};
 use super::{Op, OpError};
@@ -158,6 +158,17 @@ impl Replay {
     /// Applies one batch, returning its decoded ops when `keep` (else none: each op is
     /// moved into the value, not copied).
     pub fn batch(&mut self, ops: Ops<'_>, keep: bool) -> Result<Vec<Op>, BatchError> {
+        // Ops read from their bytes are applied as they are resolved, unless kept.
+        let ops = match ops {
+            Ops::Raw(_, Some(tuples)) if !keep && self.decoder.resolves(&tuples) => {
+                let value = &mut self.value;
+                self.decoder.each_op(tuples, |k, path, edit| {
+                    apply::edit(value, path, edit).map_err(|e| (Some(k), e))
+                })?;
+                return Ok(Vec::new());
+            }
+            ops => ops,
+        };
         let decoded = match ops {
             Ops::Parsed(ops) => self.decoder.decode_owned(ops)?,
             Ops::Raw(raw, tuples) => match tuples.and_then(|t| self.decoder.decode_raw(t)) {

@@ -11,6 +11,7 @@
 //! is the one that reports errors. The answer is the general path's whenever this one
 //! gives one.
 
+use super::apply::Edit;
 use super::wire::Decoder;
 use super::{Op, Path, Seg, is_reserved};
 use crate::json;
@@ -34,26 +35,6 @@ pub enum Tuple {
     /// `["#", id, path]`.
     Define(u64, Path),
     Op(Target, Edit),
-}
-
-/// What an op does at its path.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Edit {
-    Append(Vec<u16>),
-    Truncate(u64),
-    Set(Value),
-    Delete,
-}
-
-impl Edit {
-    fn at(self, path: Path) -> Op {
-        match self {
-            Edit::Append(s) => Op::Append(path, s),
-            Edit::Truncate(n) => Op::Truncate(path, n),
-            Edit::Set(v) => Op::Set(path, v),
-            Edit::Delete => Op::Delete(path),
-        }
-    }
 }
 
 /// Where an op applies: a path written out, a path's id, or the op before's path.
@@ -353,45 +334,84 @@ fn plain_string(raw: &[u8]) -> Option<String> {
 }
 
 impl Decoder {
-    /// The ops of a batch [`record`] read, when every path resolves; `None` leaves the
-    /// decoder as it was, for the general path to decode the batch.
-    pub fn decode_raw(&mut self, tuples: Vec<Tuple>) -> Option<Vec<Op>> {
-        // Paths defined by this batch, put in the table only once it all decodes.
-        let mut defined: Vec<(u64, Path)> = Vec::new();
-        let mut out = Vec::with_capacity(tuples.len());
+    /// Whether every op of `tuples` finds its path: an id defined before it (in an earlier
+    /// batch or this one), an op before it for the short form, and no path empty.
+    pub fn resolves(&self, tuples: &[Tuple]) -> bool {
+        let mut defined: Vec<(u64, &Path)> = Vec::new();
+        let mut previous = false;
+        for tuple in tuples {
+            let on = match tuple {
+                Tuple::Define(id, p) => {
+                    defined.push((*id, p));
+                    continue;
+                }
+                Tuple::Op(on, _) => on,
+            };
+            let found = match on {
+                Target::Path(p) => !p.is_empty(),
+                Target::Id(id) => match defined.iter().rev().find(|(d, _)| d == id) {
+                    Some((_, p)) => !p.is_empty(),
+                    None => self.path_by_id(*id).is_some_and(|p| !p.is_empty()),
+                },
+                Target::Previous => previous,
+            };
+            if !found {
+                return false;
+            }
+            previous = true;
+        }
+        true
+    }
+
+    /// Shows each op of `tuples`, which [`Decoder::resolves`], to `f` in order: its
+    /// index among the ops, its path and its edit. Paths are defined as they come, so the
+    /// decoder is left as decoding the whole batch leaves it, unless `f` fails.
+    pub fn each_op<E>(
+        &mut self,
+        tuples: Vec<Tuple>,
+        mut f: impl FnMut(usize, &Path, Edit) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut previous: Option<Path> = None;
+        let mut k = 0;
         for tuple in tuples {
             let (on, edit) = match tuple {
                 Tuple::Define(id, p) => {
-                    defined.push((id, p));
+                    self.define_path(id, p);
                     continue;
                 }
                 Tuple::Op(on, edit) => (on, edit),
             };
             let path = match on {
                 Target::Path(p) => p,
-                Target::Id(id) => match defined.iter().rev().find(|(d, _)| *d == id) {
-                    Some((_, p)) => p.clone(),
-                    None => self.path_by_id(id)?.clone(),
-                },
-                // The path of the op before (a definition has none).
-                Target::Previous => out.last().and_then(Op::path).cloned()?,
+                Target::Id(id) => self.path_by_id(id).expect("resolves").clone(),
+                Target::Previous => previous.take().expect("resolves"),
             };
-            if path.is_empty() {
-                return None;
-            }
-            out.push(edit.at(path));
+            f(k, &path, edit)?;
+            k += 1;
+            previous = Some(path);
         }
-        for (id, p) in defined {
-            self.define_path(id, p);
+        Ok(())
+    }
+
+    /// The ops of a batch [`record`] read, when every path resolves; `None` leaves the
+    /// decoder as it was, for the general path to decode the batch.
+    pub fn decode_raw(&mut self, tuples: Vec<Tuple>) -> Option<Vec<Op>> {
+        if !self.resolves(&tuples) {
+            return None;
         }
-        Some(out)
+        let mut out = Vec::with_capacity(tuples.len());
+        let done = self.each_op(tuples, |_, path, edit| {
+            out.push(edit.into_op(path.clone()));
+            Ok::<(), ()>(())
+        });
+        done.ok().map(|()| out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::oplist::parse_record;
+    use crate::delta::oplist::{Ops, Replay, parse_record};
     use proptest::prelude::*;
 
     /// The ops of `batch` (a bare batch), read and decoded here.
@@ -593,6 +613,31 @@ mod tests {
                 match raw.tuples.and_then(|t| fast.decode_raw(t)) {
                     Some(ops) => prop_assert_eq!(Ok(ops), expected),
                     None => prop_assert_eq!(fast.decode_owned(Value::parse(raw.ops).unwrap()), expected),
+                }
+            }
+        }
+
+        #[test]
+        fn ops_applied_as_read_give_the_general_replay(
+            batches in prop::collection::vec(prop::collection::vec(op(), 1..6), 1..6),
+        ) {
+            // A value the ops' paths mostly find, with strings to append to and cut.
+            let base = r#"[["r",{"a":{"a":"x","b\n":"y"},"b\n":"z","é/":["q"],"0":"w"}]]"#;
+            let (mut fast, mut slow) = (Replay::default(), Replay::default());
+            for ops in std::iter::once(base.to_string()).chain(batches.iter().map(|b| {
+                format!(r##"[["#",0,["a"]],{}]"##, b.join(","))
+            })) {
+                let Ok(parsed) = Value::parse(ops.as_bytes()) else { continue };
+                let read = match record(ops.as_bytes()) {
+                    Some(r) => Ops::Raw(r.ops, r.tuples),
+                    None => Ops::Parsed(parsed.clone()),
+                };
+                let a = fast.batch(read, false);
+                let b = slow.batch(Ops::Parsed(parsed), false);
+                prop_assert_eq!(&a, &b);
+                prop_assert_eq!(&fast.value, &slow.value);
+                if a.is_err() {
+                    break;
                 }
             }
         }
