@@ -10,6 +10,10 @@
 //! path ([`super::oplist::parse_record`], [`super::wire::Decoder::decode_owned`]), which
 //! is the one that reports errors. The answer is the general path's whenever this one
 //! gives one.
+//!
+//! A record is read in one pass that checks each part as strictly as [`json::validate`]
+//! would ([`record`]), and a batch whose paths all resolve is applied edit by edit as its
+//! tuples are walked ([`Decoder::each_op`]), without making [`Op`]s.
 
 use super::apply::Edit;
 use super::wire::Decoder;
