@@ -561,7 +561,10 @@ pub fn decode_strict(b: &[u8], i: usize) -> Option<(Vec<u16>, usize)> {
             _ => {
                 // A UTF-8 sequence holds no ASCII byte: the run up to the next one is
                 // checked whole.
-                let end = b[at..].iter().position(|&c| c < 0x80).map_or(b.len(), |n| at + n);
+                let end = b[at..]
+                    .iter()
+                    .position(|&c| c < 0x80)
+                    .map_or(b.len(), |n| at + n);
                 out.extend(std::str::from_utf8(&b[at..end]).ok()?.encode_utf16());
                 at = end;
             }

@@ -161,7 +161,10 @@ impl<'a> Cursor<'a> {
                 b'"' => Seg::Key(c.text().filter(|k| !is_reserved(k))?),
                 _ => {
                     let start = c.i;
-                    c.i += c.b[start..].iter().take_while(|d| d.is_ascii_digit()).count();
+                    c.i += c.b[start..]
+                        .iter()
+                        .take_while(|d| d.is_ascii_digit())
+                        .count();
                     Seg::Index(plain_count(&c.b[start..c.i])?)
                 }
             });
@@ -499,7 +502,10 @@ mod tests {
     fn a_batch_it_does_not_read_leaves_the_decoder_as_it_was() {
         let mut d = Decoder::default();
         // A definition, then an op with an id no one defined.
-        assert_eq!(decode_raw(&mut d, br##"[["#",0,["a"]],["a",1,"x"]]"##), None);
+        assert_eq!(
+            decode_raw(&mut d, br##"[["#",0,["a"]],["a",1,"x"]]"##),
+            None
+        );
         assert_eq!(decode_raw(&mut d, br#"[["a",0,"x"]]"#), None);
         for batch in [
             r#"[["a",["__proto__"],"x"]]"#,
