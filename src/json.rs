@@ -55,7 +55,11 @@ pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
     if start == text.len() {
         return err(start, "a JSON value");
     }
-    let end = Validator { b: text }.value(start)?;
+    let end = Validator {
+        b: text,
+        room: usize::MAX,
+    }
+    .value(start)?;
     let end = skip_ws(text, end);
     if end != text.len() {
         return err(end, "end of line after the JSON value");
@@ -66,22 +70,30 @@ pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
 /// The end of the one value starting at `b[i]`, strictly checked, UTF-8 included: for
 /// checking the part of a line that is kept when the rest is only skipped.
 pub fn value_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
-    let end = Validator { b }.value(i)?;
+    let end = Validator {
+        b,
+        room: usize::MAX,
+    }
+    .value(i)?;
     match std::str::from_utf8(&b[i..end]) {
         Ok(_) => Ok(end),
         Err(e) => err(i + e.valid_up_to(), "valid UTF-8"),
     }
 }
 
-/// [`value_end_strict`] within text already known to be UTF-8: for reading a line's parts
-/// one by one after checking the whole line once (a check per part costs more).
-pub fn value_end_strict_in_utf8(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
-    Validator { b }.value(i)
+/// The end of the one value starting at `b[i]`, strictly checked but not as UTF-8 (its
+/// reader checks the parts it keeps), and nesting at most `room` levels below it: for a
+/// value at depth `d` of a line, `room` is [`crate::value::MAX_DEPTH`] `- d`, the limit a
+/// parse of the whole line enforces.
+pub fn value_end_within(b: &[u8], i: usize, room: usize) -> Result<usize, SyntaxError> {
+    Validator { b, room }.value(i)
 }
 
 /// Strict, iterative validation. UTF-8 is checked once up front by `validate`.
 struct Validator<'a> {
     b: &'a [u8],
+    /// How many containers may be open at once.
+    room: usize,
 }
 
 impl Validator<'_> {
@@ -97,7 +109,7 @@ impl Validator<'_> {
                     if self.b.get(i) == Some(&b'}') {
                         i += 1;
                     } else {
-                        stack.push(true);
+                        self.open(&mut stack, true, i)?;
                         i = self.key_colon(i)?;
                         continue;
                     }
@@ -107,7 +119,7 @@ impl Validator<'_> {
                     if self.b.get(i) == Some(&b']') {
                         i += 1;
                     } else {
-                        stack.push(false);
+                        self.open(&mut stack, false, i)?;
                         continue;
                     }
                 }
@@ -145,6 +157,15 @@ impl Validator<'_> {
                 }
             }
         }
+    }
+
+    /// Opens a container (`true` for an object) whose first member is at `b[i]`.
+    fn open(&self, stack: &mut Vec<bool>, object: bool, i: usize) -> Result<(), SyntaxError> {
+        if stack.len() == self.room {
+            return err(i, "nesting no deeper than 1000");
+        }
+        stack.push(object);
+        Ok(())
     }
 
     fn key_colon(&self, i: usize) -> Result<usize, SyntaxError> {

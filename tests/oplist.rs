@@ -405,3 +405,66 @@ fn a_torn_last_line_is_named_by_its_line_in_the_file_however_it_is_read() {
         .success()
         .stderr(predicate::str::contains("<stdin>:11: a torn last line"));
 }
+
+/// Lines that are not JSON, or nest too deep, in the shapes the fast reader reads: each is
+/// an error naming its line (exit 1), as the general reader words it, never a panic, read
+/// backwards from a file, from the start, or from stdin.
+#[test]
+fn hostile_records_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let nest = |n: usize| "[".repeat(n) + &"]".repeat(n);
+    let cases = [
+        // A batch cut right after its first bracket: its first verb was read past the end.
+        ("[[\"r\",1]]\n[[\n".to_string(), "invalid JSON"),
+        // Nesting counted from the line's start, past 1000 levels.
+        (
+            format!("[[\"r\",1]]\n{}\n", nest(1002)),
+            "nesting no deeper than 1000",
+        ),
+        (
+            format!("[[\"r\",[]]]\n{{\"ops\":[[\"p\",[],0,0,{}]]}}\n", nest(999)),
+            "nesting no deeper than 1000",
+        ),
+        (
+            format!(
+                "[[\"r\",{{}}]]\n{{\"ops\":[[\"s\",[\"n\"],{}]]}}\n",
+                nest(999)
+            ),
+            "nesting no deeper than 1000",
+        ),
+        // An escaped `r` is still an `r`: not in a record tagged null.
+        (
+            "[[\"r\",{\"a\":1}]]\n{\"tag\":null,\"ops\":[[\"\\u0072\",{\"b\":2}]]}\n".to_string(),
+            "not tagged \"base\"",
+        ),
+    ];
+    for (k, (list, why)) in cases.iter().enumerate() {
+        let f = list_file(dir.path(), &format!("{k}.jsonl"), list);
+        for from_start in [false, true] {
+            let mut cmd = sess();
+            cmd.arg("recover");
+            if from_start {
+                cmd.arg("--from-start");
+            }
+            cmd.arg(&f)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(":2: ").and(predicate::str::contains(*why)));
+        }
+        sess()
+            .args(["recover", "-"])
+            .write_stdin(list.as_bytes())
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(*why));
+    }
+    // The deepest `s` value a line may hold is read as the general reader reads it.
+    let list = format!(
+        "[[\"r\",{{}}]]\n{{\"ops\":[[\"s\",[\"n\"],{}]]}}\n",
+        nest(998)
+    );
+    let f = list_file(dir.path(), "deepest.jsonl", &list);
+    let (ok, out, err) = recover_both(&[], &f);
+    assert!(ok, "{err}");
+    assert_eq!(out, format!("{{\"n\":{}}}\n", nest(998)).into_bytes());
+}

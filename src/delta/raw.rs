@@ -19,7 +19,7 @@ use super::apply::Edit;
 use super::wire::Decoder;
 use super::{Op, Path, Seg, is_reserved};
 use crate::json;
-use crate::value::Value;
+use crate::value::{MAX_DEPTH, Value};
 
 /// A record as [`record`] reads it: its seq, its address, and its ops.
 #[derive(Debug, PartialEq)]
@@ -55,7 +55,11 @@ pub enum Target {
 /// One pass over the line: each part is checked as strictly as [`json::validate`] checks
 /// it while it is read, so whatever this answers is valid JSON.
 pub fn record(line: &[u8]) -> Option<RawRecord<'_>> {
-    let mut c = Cursor { b: line, i: 0 };
+    let mut c = Cursor {
+        b: line,
+        i: 0,
+        depth: 0,
+    };
     let rec = match c.peek()? {
         b'[' => {
             let (ops, tuples) = c.ops()?;
@@ -77,6 +81,9 @@ pub fn record(line: &[u8]) -> Option<RawRecord<'_>> {
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
+    /// The depth in the line of the value at `i` (0 for the record), for refusing what
+    /// nests deeper than [`MAX_DEPTH`] as a parse of the whole line does.
+    depth: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -93,10 +100,8 @@ impl<'a> Cursor<'a> {
 
     /// Takes one value, strictly checked (UTF-8 too), and gives its bytes.
     fn value(&mut self) -> Option<&'a [u8]> {
-        self.peek()?;
-        let start = self.i;
-        self.i = json::value_end_strict(self.b, start).ok()?;
-        Some(&self.b[start..self.i])
+        let raw = self.word()?;
+        std::str::from_utf8(raw).ok().map(|_| raw)
     }
 
     /// [`Cursor::value`] not checked as UTF-8, for a value compared with ASCII (a key, a
@@ -123,7 +128,7 @@ impl<'a> Cursor<'a> {
         };
         self.i = match plain {
             Some(n) => start + n,
-            None => json::value_end_strict_in_utf8(self.b, start).ok()?,
+            None => json::value_end_within(self.b, start, MAX_DEPTH - self.depth).ok()?,
         };
         Some(&self.b[start..self.i])
     }
@@ -132,14 +137,14 @@ impl<'a> Cursor<'a> {
     /// or any other value's bytes, strictly checked but not as UTF-8 (each use of them
     /// checks what it reads).
     fn arg(&mut self) -> Option<Arg<'a>> {
-        let start = self.i;
+        let (start, depth) = (self.i, self.depth);
         match self.peek()? {
             b'"' => return self.text().map(Arg::Text),
             b'[' => {
                 if let Some(path) = self.path() {
                     return Some(Arg::Path(path, &self.b[start..self.i]));
                 }
-                self.i = start;
+                (self.i, self.depth) = (start, depth);
             }
             _ => {}
         }
@@ -180,12 +185,14 @@ impl<'a> Cursor<'a> {
             self.i += 1;
             return Some(());
         }
+        self.depth += 1;
         loop {
             item(self)?;
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
+                    self.depth -= 1;
                     return Some(());
                 }
                 _ => return None,
@@ -204,6 +211,7 @@ impl<'a> Cursor<'a> {
         // Which keys were seen: a key twice is left to the general path (the last one wins).
         let mut seen = [false; 4];
         self.eat(b'{')?;
+        self.depth += 1;
         loop {
             let key = self.word()?;
             self.eat(b':')?;
@@ -231,8 +239,12 @@ impl<'a> Cursor<'a> {
             }
         }
         self.i += 1;
-        // `null` tags a batch that does not start with `r`.
-        (seen[3] && (!seen[1] || super::wire::first_verb(rec.ops) != Some(b"r"))).then_some(rec)
+        self.depth -= 1;
+        // `null` tags a batch that does not start with `r` (spelled plainly: an escaped
+        // verb is left to the general path, which decodes it).
+        let plain_verb = |v: &[u8]| v != b"r" && !v.contains(&b'\\');
+        let untagged = !seen[1] || super::wire::first_verb(rec.ops).is_none_or(plain_verb);
+        (seen[3] && untagged).then_some(rec)
     }
 
     /// A batch: its bytes, and its tuples when all are of the shapes read here.
@@ -242,7 +254,7 @@ impl<'a> Cursor<'a> {
         let mut tuples = Some(Vec::new());
         self.list(|c| {
             c.peek()?;
-            let at = c.i;
+            let at = (c.i, c.depth);
             if let Some(t) = &mut tuples {
                 if let Some(tuple) = c.tuple() {
                     t.push(tuple);
@@ -251,7 +263,7 @@ impl<'a> Cursor<'a> {
                 // Not read here: from here on only checked, and the batch decoded the
                 // general way.
                 tuples = None;
-                c.i = at;
+                (c.i, c.depth) = at;
             }
             c.value().map(|_| ())
         })?;
@@ -261,6 +273,7 @@ impl<'a> Cursor<'a> {
     /// An op tuple `[verb, ...]` of a verb and arity read here.
     fn tuple(&mut self) -> Option<Tuple> {
         self.eat(b'[')?;
+        self.depth += 1;
         let verb = match self.word()? {
             [b'"', v, b'"'] => *v,
             _ => return None,
@@ -273,6 +286,7 @@ impl<'a> Cursor<'a> {
             n += 1;
         }
         self.eat(b']')?;
+        self.depth -= 1;
         let [first, second] = args;
         let target = |arg: Option<Arg>| match arg? {
             Arg::Path(path, _) => Some(Target::Path(path)),
@@ -442,6 +456,22 @@ mod tests {
             br#"[["d",["x"]]]"#
         );
         assert_eq!(record(br#"{"value":[]}"#).unwrap().ops, b"[]");
+    }
+
+    #[test]
+    fn reads_values_as_deep_as_a_line_may_nest_them_and_no_deeper() {
+        let nest = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        // In a record, an `s` value lies 3 levels down: 998 arrays reach level 1000.
+        for (n, read) in [(998, true), (999, false)] {
+            let line = format!(r#"{{"ops":[["t",["x"],1],["s",["n"],{}]]}}"#, nest(n));
+            let tuples = record(line.as_bytes()).and_then(|r| r.tuples);
+            assert_eq!(tuples.is_some(), read, "{n}");
+        }
+        // In a bare batch, 2 levels down.
+        let line = format!(r#"[["d",["x"]],["s",["n"],{}]]"#, nest(999));
+        assert!(record(line.as_bytes()).unwrap().tuples.is_some());
+        let line = format!(r#"[["d",["x"]],["p",["n"],0,0,{}]]"#, nest(1000));
+        assert_eq!(record(line.as_bytes()), None);
     }
 
     #[test]

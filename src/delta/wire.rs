@@ -332,6 +332,10 @@ pub fn first_verb(ops: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let i = crate::json::skip_ws(ops, i + 1);
-    let end = crate::json::string_end(ops, i).filter(|_| ops.get(i) == Some(&b'"'))?;
+    // The quote first: a line may end here (`[[`), where there is no string to end.
+    if ops.get(i) != Some(&b'"') {
+        return None;
+    }
+    let end = crate::json::string_end(ops, i)?;
     Some(&ops[i + 1..end - 1])
 }
