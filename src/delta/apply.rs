@@ -42,10 +42,10 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), OpError> {
                 _ => Err(OpError::unresolvable(&path)),
             }
         }
-        Op::Set(path, v) => at_parent(root, &path, Edit::Set(v)),
-        Op::Delete(path) => at_parent(root, &path, Edit::Delete),
-        Op::Append(path, s) => at_parent(root, &path, Edit::Append(s)),
-        Op::Truncate(path, n) => at_parent(root, &path, Edit::Truncate(n)),
+        Op::Set(path, v) => edit(root, &path, Edit::Set(v)),
+        Op::Delete(path) => edit(root, &path, Edit::Delete),
+        Op::Append(path, s) => edit(root, &path, Edit::Append(s)),
+        Op::Truncate(path, n) => edit(root, &path, Edit::Truncate(n)),
     }
 }
 
@@ -58,11 +58,11 @@ pub fn edit(root: &mut Option<Value>, path: &Path, edit: Edit) -> Result<(), OpE
     at_parent(root, path, edit)
 }
 
-/// Refuses an op whose value, placed at its path, would nest deeper than [`MAX_DEPTH`].
+/// Refuses a whole value or a splice's items that would nest deeper than [`MAX_DEPTH`]
+/// (a set is checked by [`edit`]).
 fn check_depth(op: &Op) -> Result<(), OpError> {
     let depth = match op {
         Op::Replace(v) => v.depth(),
-        Op::Set(p, v) => p.len() + v.depth(),
         Op::Splice(p, _, _, items) => {
             p.len() + 1 + items.iter().map(Value::depth).max().unwrap_or(0)
         }
