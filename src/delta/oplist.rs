@@ -158,26 +158,24 @@ impl Replay {
     /// Applies one batch, returning its decoded ops when `keep` (else none: each op is
     /// moved into the value, not copied).
     pub fn batch(&mut self, ops: Ops<'_>, keep: bool) -> Result<Vec<Op>, BatchError> {
-        // Ops read from their bytes are applied as they are resolved, unless kept.
-        let ops = match ops {
-            Ops::Raw(_, Some(tuples)) if !keep && self.decoder.resolves(&tuples) => {
-                let value = &mut self.value;
-                self.decoder.each_op(tuples, |k, path, edit| {
-                    apply::edit(value, path, edit).map_err(|e| (Some(k), e))
-                })?;
-                return Ok(Vec::new());
-            }
-            ops => ops,
-        };
         let decoded = match ops {
             Ops::Parsed(ops) => self.decoder.decode_owned(ops)?,
-            Ops::Raw(raw, tuples) => match tuples.and_then(|t| self.decoder.decode_raw(t)) {
-                Some(ops) => ops,
-                None => {
-                    let ops = Value::parse(raw).expect("a raw record's ops are valid JSON");
-                    self.decoder.decode_owned(ops)?
+            // Ops read from their bytes whose paths all resolve: applied as they are
+            // resolved, unless kept.
+            Ops::Raw(_, Some(tuples)) if self.decoder.resolves(&tuples) => {
+                if !keep {
+                    let value = &mut self.value;
+                    self.decoder.each_op(tuples, |k, path, edit| {
+                        apply::edit(value, path, edit).map_err(|e| (Some(k), e))
+                    })?;
+                    return Ok(Vec::new());
                 }
-            },
+                self.decoder.ops_of(tuples)
+            }
+            Ops::Raw(raw, _) => {
+                let ops = Value::parse(raw).expect("a raw record's ops are valid JSON");
+                self.decoder.decode_owned(ops)?
+            }
         };
         let mut kept = Vec::with_capacity(if keep { decoded.len() } else { 0 });
         for (k, op) in decoded.into_iter().enumerate() {

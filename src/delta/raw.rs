@@ -417,15 +417,17 @@ impl Decoder {
     /// The ops of a batch [`record`] read, when every path resolves; `None` leaves the
     /// decoder as it was, for the general path to decode the batch.
     pub fn decode_raw(&mut self, tuples: Vec<Tuple>) -> Option<Vec<Op>> {
-        if !self.resolves(&tuples) {
-            return None;
-        }
+        self.resolves(&tuples).then(|| self.ops_of(tuples))
+    }
+
+    /// The ops of `tuples`, which [`Decoder::resolves`].
+    pub fn ops_of(&mut self, tuples: Vec<Tuple>) -> Vec<Op> {
         let mut out = Vec::with_capacity(tuples.len());
-        let done = self.each_op(tuples, |_, path, edit| {
+        let Ok(()) = self.each_op(tuples, |_, path, edit| {
             out.push(edit.into_op(path.clone()));
-            Ok::<(), ()>(())
+            Ok::<(), std::convert::Infallible>(())
         });
-        done.ok().map(|()| out)
+        out
     }
 }
 
