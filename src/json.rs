@@ -545,8 +545,13 @@ pub fn decode_valid(inner: &[u8]) -> Option<(Vec<u16>, bool)> {
             at += len;
             continue;
         }
-        let (unit, len, plain) = unescape(inner, at)?;
-        canonical &= plain;
+        let (unit, len) = unescape(inner, at)?;
+        // `\/` is never how `JSON.stringify` spells `/`; a `\u` escape only for some units.
+        canonical &= match inner[at + 1] {
+            b'/' => false,
+            b'u' => canonical_escape_len(inner, at).is_some(),
+            _ => true,
+        };
         out.push(unit);
         at += len;
     }
@@ -574,7 +579,7 @@ pub fn decode_strict(b: &[u8], i: usize) -> Option<(Vec<u16>, usize)> {
         match *b.get(at)? {
             b'"' => return Some((out, at + 1)),
             b'\\' => {
-                let (unit, len, _) = unescape(b, at)?;
+                let (unit, len) = unescape(b, at)?;
                 out.push(unit);
                 at += len;
             }
@@ -593,25 +598,24 @@ pub fn decode_strict(b: &[u8], i: usize) -> Option<(Vec<u16>, usize)> {
     }
 }
 
-/// The escape at `b[at]` (a backslash): its UTF-16 unit, its length, and whether it is
-/// spelled as `JSON.stringify` spells it. `None` for a bad escape.
-fn unescape(b: &[u8], at: usize) -> Option<(u16, usize, bool)> {
+/// The escape at `b[at]` (a backslash): its UTF-16 unit and its length. `None` for a bad
+/// escape.
+fn unescape(b: &[u8], at: usize) -> Option<(u16, usize)> {
     Some(match b.get(at + 1)? {
-        b'"' => (0x22, 2, true),
-        b'\\' => (0x5C, 2, true),
-        b'/' => (0x2F, 2, false),
-        b'b' => (0x08, 2, true),
-        b'f' => (0x0C, 2, true),
-        b'n' => (0x0A, 2, true),
-        b'r' => (0x0D, 2, true),
-        b't' => (0x09, 2, true),
+        b'"' => (0x22, 2),
+        b'\\' => (0x5C, 2),
+        b'/' => (0x2F, 2),
+        b'b' => (0x08, 2),
+        b'f' => (0x0C, 2),
+        b'n' => (0x0A, 2),
+        b'r' => (0x0D, 2),
+        b't' => (0x09, 2),
         b'u' => {
             let hex = b.get(at + 2..at + 6)?;
             if !hex.iter().all(u8::is_ascii_hexdigit) {
                 return None;
             }
-            let unit = hex.iter().fold(0u16, |u, &h| u << 4 | hex_value(h));
-            (unit, 6, canonical_escape_len(b, at).is_some())
+            (hex.iter().fold(0u16, |u, &h| u << 4 | hex_value(h)), 6)
         }
         _ => return None,
     })
