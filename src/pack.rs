@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use std::path::Path;
 
-use crate::error::Error;
+use crate::error::{Error, IoContext, Place};
 use crate::event::{self, LastLine};
 use crate::frames::FrameWriter;
 use crate::frames::index::Index;
@@ -365,14 +365,13 @@ fn raw_survey(inputs: &[Input], interner: &mut intern::Writer) -> Result<bool, E
     for input in inputs {
         let name = input.name();
         let file = std::fs::File::open(input.path().expect("a file"))
-            .map_err(|e| Error::io(crate::error::Place::file(&name), "cannot open", e))?;
+            .at(Place::file(&name), "cannot open")?;
         let mut lines = crate::io::LineReader::new(file);
         loop {
             let offset = lines.offset();
-            let line = lines.next_line().map_err(|e| {
-                let place = crate::error::Place::file(&name).offset(offset);
-                Error::io(place, "cannot read", e)
-            })?;
+            let line = lines
+                .next_line()
+                .at(Place::file(&name).offset(offset), "cannot read")?;
             let Some(line) = line else { break };
             if intern::is_interned(line.bytes) {
                 return Ok(false);
