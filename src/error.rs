@@ -124,10 +124,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Adds a place to an I/O error: `.at(place, "cannot read")`.
 pub trait IoContext<T> {
     fn at(self, place: Place, what: &'static str) -> Result<T>;
+
+    /// [`IoContext::at`] for a call made once per line: a place holds its file's name
+    /// as a `String`, so it is built only when there is an error to name.
+    fn at_with(self, place: impl FnOnce() -> Place, what: &'static str) -> Result<T>;
 }
 
 impl<T> IoContext<T> for io::Result<T> {
     fn at(self, place: Place, what: &'static str) -> Result<T> {
         self.map_err(|e| Error::io(place, what, e))
+    }
+
+    fn at_with(self, place: impl FnOnce() -> Place, what: &'static str) -> Result<T> {
+        self.map_err(|e| Error::io(place(), what, e))
     }
 }

@@ -331,11 +331,10 @@ pub fn each_line_of<E: From<Error>>(
     let mut read = || -> Result<Flow, E> {
         loop {
             let offset = lines.offset();
-            // The place is built only on the way to an error: this loop runs once per line.
-            let line = lines.next_line().map_err(|e| {
-                let place = Place::file(&name).offset(offset);
-                Error::io(place, "cannot read (decompressed)", e)
-            })?;
+            let line = lines.next_line().at_with(
+                || Place::file(&name).offset(offset),
+                "cannot read (decompressed)",
+            )?;
             let Some(mut line) = line else {
                 return Ok(Flow::More);
             };

@@ -371,7 +371,7 @@ fn raw_survey(inputs: &[Input], interner: &mut intern::Writer) -> Result<bool, E
             let offset = lines.offset();
             let line = lines
                 .next_line()
-                .at(Place::file(&name).offset(offset), "cannot read")?;
+                .at_with(|| Place::file(&name).offset(offset), "cannot read")?;
             let Some(line) = line else { break };
             if intern::is_interned(line.bytes) {
                 return Ok(false);
