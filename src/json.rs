@@ -559,15 +559,13 @@ pub fn decode_valid(inner: &[u8]) -> Option<(Vec<u16>, bool)> {
 }
 
 /// The string at `b[i]` (its opening quote), strictly checked as [`validate`] checks it,
-/// UTF-8 included, and decoded as [`decode_valid`] decodes it, in one pass: its units and
-/// the index after its closing quote. `None` for anything wrong.
-pub fn decode_strict(b: &[u8], i: usize) -> Option<(Vec<u16>, usize)> {
+/// UTF-8 included, and decoded as [`decode_valid`] decodes it, in one pass, onto the end
+/// of `out`: the index after its closing quote. `None` for anything wrong (`out` then
+/// holds some of the string).
+pub fn decode_strict(b: &[u8], i: usize, out: &mut Vec<u16>) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    // Sized for the content up to the first quote: the whole of it, unless it holds one
-    // escaped (growing, the vector was a tenth of the time).
-    let mut out = Vec::with_capacity(memchr::memchr(b'"', &b[i + 1..]).unwrap_or(0));
     let mut at = i + 1;
     loop {
         let run = b[at..]
@@ -577,7 +575,7 @@ pub fn decode_strict(b: &[u8], i: usize) -> Option<(Vec<u16>, usize)> {
         out.extend(b[at..at + run].iter().map(|&c| u16::from(c)));
         at += run;
         match *b.get(at)? {
-            b'"' => return Some((out, at + 1)),
+            b'"' => return Some(at + 1),
             b'\\' => {
                 let (unit, len) = unescape(b, at)?;
                 out.push(unit);

@@ -44,14 +44,15 @@ pub fn apply(root: &mut Option<Value>, op: Op) -> Result<(), OpError> {
         }
         Op::Set(path, v) => edit(root, &path, Edit::Set(v)),
         Op::Delete(path) => edit(root, &path, Edit::Delete),
-        Op::Append(path, s) => edit(root, &path, Edit::Append(s)),
+        Op::Append(path, s) => edit(root, &path, Edit::Append(&s)),
         Op::Truncate(path, n) => edit(root, &path, Edit::Truncate(n)),
     }
 }
 
-/// [`apply`] of the op `edit` makes at `path`, the path only borrowed: a replay that
-/// reads ops from their bytes applies them without making [`Op`]s.
-pub fn edit(root: &mut Option<Value>, path: &Path, edit: Edit) -> Result<(), OpError> {
+/// [`apply`] of the op `edit` makes at `path`, the path and an appended text only
+/// borrowed: a replay that reads ops from their bytes applies them without making
+/// [`Op`]s.
+pub fn edit(root: &mut Option<Value>, path: &[Seg], edit: Edit<'_>) -> Result<(), OpError> {
     if let Edit::Set(v) = &edit {
         nests(path.len() + v.depth())?;
     }
@@ -83,20 +84,20 @@ fn nests(depth: usize) -> Result<(), OpError> {
 
 /// What `s`, `d`, `a` and `t` do to the member their path ends at.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Edit {
+pub enum Edit<'t> {
     Set(Value),
     Delete,
-    Append(Vec<u16>),
+    Append(&'t [u16]),
     Truncate(u64),
 }
 
-impl Edit {
+impl Edit<'_> {
     /// The op that makes this edit at `path`.
     pub fn into_op(self, path: Path) -> Op {
         match self {
             Edit::Set(v) => Op::Set(path, v),
             Edit::Delete => Op::Delete(path),
-            Edit::Append(s) => Op::Append(path, s),
+            Edit::Append(s) => Op::Append(path, s.to_vec()),
             Edit::Truncate(n) => Op::Truncate(path, n),
         }
     }
@@ -158,7 +159,7 @@ fn resolve<'a>(
     Ok(Some(cur))
 }
 
-fn at_parent(root: &mut Option<Value>, path: &Path, what: Edit) -> Result<(), OpError> {
+fn at_parent(root: &mut Option<Value>, path: &[Seg], what: Edit<'_>) -> Result<(), OpError> {
     let Some((last, parent_path)) = path.split_last() else {
         return Err(OpError::unresolvable(&[]));
     };
@@ -179,7 +180,7 @@ fn at_parent(root: &mut Option<Value>, path: &Path, what: Edit) -> Result<(), Op
                     items.remove(i);
                 }
                 Edit::Delete => return Err(OpError::unresolvable(path)),
-                Edit::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(&s),
+                Edit::Append(s) => string_at(items.get_mut(i), path)?.extend_from_slice(s),
                 Edit::Truncate(n) => truncate(string_at(items.get_mut(i), path)?, n),
             }
         }
@@ -193,7 +194,7 @@ fn at_parent(root: &mut Option<Value>, path: &Path, what: Edit) -> Result<(), Op
                 }
                 (Edit::Delete, None) => {}
                 (Edit::Append(s), p) => {
-                    string_at(p.map(|p| &mut members[p].1), path)?.extend_from_slice(&s)
+                    string_at(p.map(|p| &mut members[p].1), path)?.extend_from_slice(s)
                 }
                 (Edit::Truncate(n), p) => {
                     truncate(string_at(p.map(|p| &mut members[p].1), path)?, n)
@@ -205,7 +206,7 @@ fn at_parent(root: &mut Option<Value>, path: &Path, what: Edit) -> Result<(), Op
     Ok(())
 }
 
-fn string_at<'a>(v: Option<&'a mut Value>, path: &Path) -> Result<&'a mut Vec<u16>, OpError> {
+fn string_at<'a>(v: Option<&'a mut Value>, path: &[Seg]) -> Result<&'a mut Vec<u16>, OpError> {
     match v {
         Some(Value::String(s)) => Ok(s),
         _ => Err(OpError::unresolvable(path)),

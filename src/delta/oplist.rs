@@ -144,11 +144,11 @@ pub struct Replay {
     pub value: Option<Value>,
 }
 
-/// A record's ops: parsed, or as [`raw::record`] read them: their JSON (valid), and their
-/// tuples when it read them.
+/// A record's ops: parsed, or as [`raw::record`] read them: their JSON (valid), and the
+/// batch it read their tuples into, when it read them.
 pub enum Ops<'a> {
     Parsed(Value),
-    Raw(&'a [u8], Option<Vec<raw::Tuple>>),
+    Raw(&'a [u8], Option<&'a mut raw::Batch>),
 }
 
 /// A batch that failed: the op index (when known) and why.
@@ -162,15 +162,15 @@ impl Replay {
             Ops::Parsed(ops) => self.decoder.decode_owned(ops)?,
             // Ops read from their bytes whose paths all resolve: applied as they are
             // resolved, unless kept.
-            Ops::Raw(_, Some(tuples)) if self.decoder.resolves(&tuples) => {
+            Ops::Raw(_, Some(batch)) if self.decoder.resolves(batch) => {
                 if !keep {
                     let value = &mut self.value;
-                    self.decoder.each_op(tuples, |k, path, edit| {
+                    self.decoder.each_op(batch, |k, path, edit| {
                         apply::edit(value, path, edit).map_err(|e| (Some(k), e))
                     })?;
                     return Ok(Vec::new());
                 }
-                self.decoder.ops_of(tuples)
+                self.decoder.ops_of(batch)
             }
             Ops::Raw(raw, _) => {
                 let ops = Value::parse(raw).expect("a raw record's ops are valid JSON");
@@ -506,6 +506,8 @@ pub struct Replayer {
     applied: u64,
     /// Whether each [`Applied`] carries its batch's ops (copies of them).
     keep_ops: bool,
+    /// Where records are read from their bytes, record after record.
+    batch: raw::Batch,
 }
 
 impl Replayer {
@@ -517,6 +519,7 @@ impl Replayer {
             plain: None,
             applied: 0,
             keep_ops: false,
+            batch: raw::Batch::default(),
         }
     }
 
@@ -534,11 +537,11 @@ impl Replayer {
         }
         // The common shapes are read from the bytes; the rest, and every error, the
         // general way.
-        let (seq, address, ops) = match raw::record(line) {
-            Some(r) => (r.seq, r.address, Ops::Raw(r.ops, r.tuples)),
+        let (seq, address, ops) = match raw::record(line, &mut self.batch) {
+            Some(r) => (r.seq, r.address, Err((r.ops, r.read))),
             None => {
                 let rec = parse_record(line)?;
-                (rec.seq, rec.address, Ops::Parsed(rec.ops))
+                (rec.seq, rec.address, Ok(rec.ops))
             }
         };
         if !self.address_matches(address.as_deref()) {
@@ -555,6 +558,10 @@ impl Replayer {
                 Some(_) => {}
             }
         }
+        let ops = match ops {
+            Ok(parsed) => Ops::Parsed(parsed),
+            Err((raw, read)) => Ops::Raw(raw, read.then_some(&mut self.batch)),
+        };
         let replay = match address {
             Some(a) if self.by_address && !a.is_empty() => self.lists.entry(a).or_default(),
             _ => self.plain.get_or_insert_with(Replay::default),
