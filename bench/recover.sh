@@ -17,7 +17,7 @@ best() { # best of 5 wall times of a command, in seconds
   local b=999
   for _ in 1 2 3 4 5; do
     local s e t
-    s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N)
+    s=$EPOCHREALTIME; "$@" >/dev/null; e=$EPOCHREALTIME
     t=$(echo "$e - $s" | bc -l)
     b=$(echo "if ($t < $b) $t else $b" | bc -l)
   done
