@@ -538,13 +538,18 @@ impl Replayer {
         // The common shapes are read from the bytes; the rest, and every error, the
         // general way.
         let (seq, address, ops) = match raw::record(line, &mut self.batch) {
-            Some(r) => (r.seq, r.address, Err((r.ops, r.read))),
+            Some(r) => (
+                r.seq,
+                r.address,
+                Ops::Raw(r.ops, r.read.then_some(&mut self.batch)),
+            ),
             None => {
                 let rec = parse_record(line)?;
-                (rec.seq, rec.address, Ok(rec.ops))
+                (rec.seq, rec.address, Ops::Parsed(rec.ops))
             }
         };
-        if !self.address_matches(address.as_deref()) {
+        // (The batch is borrowed: what is asked of the options reads them alone.)
+        if !address_matches(&self.opts, address.as_deref()) {
             return Ok(None);
         }
         if let Some(at) = self.opts.at {
@@ -558,10 +563,6 @@ impl Replayer {
                 Some(_) => {}
             }
         }
-        let ops = match ops {
-            Ok(parsed) => Ops::Parsed(parsed),
-            Err((raw, read)) => Ops::Raw(raw, read.then_some(&mut self.batch)),
-        };
         let replay = match address {
             Some(a) if self.by_address && !a.is_empty() => self.lists.entry(a).or_default(),
             _ => self.plain.get_or_insert_with(Replay::default),
@@ -577,13 +578,6 @@ impl Replayer {
             ops,
             value: replay.value.as_ref(),
         }))
-    }
-
-    fn address_matches(&self, address: Option<&str>) -> bool {
-        match &self.opts.address {
-            None => true,
-            Some(want) => address == Some(want.as_str()),
-        }
     }
 
     /// The value (or, by address, one object of the values keyed by address). An error
@@ -608,6 +602,14 @@ impl Replayer {
             ));
         }
         Ok(self.plain.and_then(|r| r.value).unwrap_or(Value::Null))
+    }
+}
+
+/// Whether a record with `address` is one `opts` asks for.
+fn address_matches(opts: &RecoverOptions, address: Option<&str>) -> bool {
+    match &opts.address {
+        None => true,
+        Some(want) => address == Some(want.as_str()),
     }
 }
 
