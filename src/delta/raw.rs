@@ -83,7 +83,7 @@ impl Batch {
 }
 
 /// Where in a [`Batch`] a path's segments or a text lie.
-pub type Span = Range<usize>;
+type Span = Range<usize>;
 
 /// An op tuple as read from its bytes, before its path is resolved against the decoder.
 #[derive(Debug, Clone, PartialEq)]
