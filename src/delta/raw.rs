@@ -456,9 +456,9 @@ impl Decoder {
     }
 
     /// Shows each op of `batch`, which [`Decoder::resolves`], to `f` in order: its index
-    /// among the ops, its path and its edit (a value set is taken out of the batch). Paths
-    /// are defined as they come, so the decoder is left as decoding the whole batch leaves
-    /// it, unless `f` fails.
+    /// among the ops, its path and its edit. Paths are defined as they come, so the decoder
+    /// is left as decoding the whole batch leaves it, unless `f` fails. The tuples are
+    /// taken out of the batch (a value set is moved, not copied), so they are made once.
     pub fn each_op<E>(
         &mut self,
         batch: &mut Batch,
@@ -475,27 +475,27 @@ impl Decoder {
         let mut by_id: Path = Vec::new();
         let mut previous: Option<Option<Span>> = None;
         let mut k = 0;
-        for tuple in tuples.iter_mut() {
+        for tuple in tuples.drain(..) {
             let (on, read) = match tuple {
                 Tuple::Define(id, p) => {
-                    self.define_path(*id, segs[p.clone()].to_vec());
+                    self.define_path(id, segs[p].to_vec());
                     continue;
                 }
                 Tuple::Op(on, read) => (on, read),
             };
             let at = match on {
-                Target::Path(p) => Some(p.clone()),
+                Target::Path(p) => Some(p),
                 Target::Id(id) => {
-                    by_id.clone_from(self.path_by_id(*id).expect("resolves"));
+                    by_id.clone_from(self.path_by_id(id).expect("resolves"));
                     None
                 }
                 Target::Previous => previous.take().expect("resolves"),
             };
             let edit = match read {
-                Read::Set(v) => Edit::Set(std::mem::replace(v, Value::Null)),
+                Read::Set(v) => Edit::Set(v),
                 Read::Delete => Edit::Delete,
-                Read::Append(text) => Edit::Append(&units[text.clone()]),
-                Read::Truncate(n) => Edit::Truncate(*n),
+                Read::Append(text) => Edit::Append(&units[text]),
+                Read::Truncate(n) => Edit::Truncate(n),
             };
             let path = at.as_ref().map_or(&by_id[..], |p| &segs[p.clone()]);
             f(k, path, edit)?;
