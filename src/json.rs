@@ -55,11 +55,7 @@ pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
     if start == text.len() {
         return err(start, "a JSON value");
     }
-    let end = Validator {
-        b: text,
-        room: usize::MAX,
-    }
-    .value(start)?;
+    let end = value_end_within(text, start, usize::MAX)?;
     let end = skip_ws(text, end);
     if end != text.len() {
         return err(end, "end of line after the JSON value");
@@ -70,11 +66,7 @@ pub fn validate(text: &[u8]) -> Result<(), SyntaxError> {
 /// The end of the one value starting at `b[i]`, strictly checked, UTF-8 included: for
 /// checking the part of a line that is kept when the rest is only skipped.
 pub fn value_end_strict(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
-    let end = Validator {
-        b,
-        room: usize::MAX,
-    }
-    .value(i)?;
+    let end = value_end_within(b, i, usize::MAX)?;
     match std::str::from_utf8(&b[i..end]) {
         Ok(_) => Ok(end),
         Err(e) => err(i + e.valid_up_to(), "valid UTF-8"),
