@@ -477,6 +477,9 @@ pub struct Writer {
     defs: HashMap<u64, Def>,
     /// The frame the line being interned goes into, at the earliest.
     frame: u64,
+    /// The first frame a reader must begin at to have what the refs of the line being
+    /// interned stand for (`u64::MAX`: it has none).
+    line_needs: u64,
     /// The defined values' bytes, to compare a candidate with before referencing it.
     store: Store,
     next_id: u64,
@@ -504,6 +507,8 @@ struct LastArray {
     frame: u64,
     /// How many `[0` refs lead from it to an array written whole.
     chain: u32,
+    /// The first frame a reader must begin at to have its bytes ([`Def::needs`]).
+    needs: u64,
     /// Whether it is also a definition of its whole value, which any later line may refer
     /// to: it is not freed when the next array at its path takes its place.
     shared: bool,
@@ -517,6 +522,17 @@ struct Def {
     frame: u64,
     /// Whether its bytes are in its line as they are (no refs inside), where zstd sees them.
     literal: bool,
+    /// The first frame a reader must begin at to have its bytes: its own, or what the refs
+    /// inside it need (`u64::MAX` until its line is placed).
+    needs: u64,
+}
+
+/// A ref found in a line: what it stands for, the crc32 of those bytes, and the first frame
+/// a reader must begin at to have them.
+struct Ref {
+    found: Found,
+    crc: u32,
+    needs: u64,
 }
 
 /// A value found in a line, by its place in the line.
@@ -545,6 +561,7 @@ impl Writer {
             surveyed: 0,
             defs: HashMap::new(),
             frame: 0,
+            line_needs: u64::MAX,
             store: Store::default(),
             next_id: 0,
             remembered: 0,
@@ -571,6 +588,7 @@ impl Writer {
                 self.walk(line, start, end, 0, 0, &mut refs, &mut defs)?;
             }
         }
+        self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
         if refs.is_empty() && defs.is_empty() && !is_interned(line) {
             return out.write_all(line);
         }
@@ -651,7 +669,7 @@ impl Writer {
         end: usize,
         depth: usize,
         path: u64,
-        refs: &mut Vec<(Found, u32)>,
+        refs: &mut Vec<Ref>,
         defs: &mut Vec<Found>,
     ) -> io::Result<()> {
         let v = &b[start..end];
@@ -673,18 +691,16 @@ impl Writer {
             Some(d) if d.frame.saturating_add(REFRESH) <= self.frame => {
                 defined = Some(self.define_at(key, b, start, end, defs)?);
             }
-            Some(Def { id, .. }) => {
+            Some(Def { id, needs, .. }) => {
                 self.scratch.clear();
                 if self.store.get(id, &mut self.scratch)? && self.scratch == v {
-                    refs.push((
-                        Found {
-                            start,
-                            end,
-                            id,
-                            prefix: false,
-                        },
-                        crc,
-                    ));
+                    let found = Found {
+                        start,
+                        end,
+                        id,
+                        prefix: false,
+                    };
+                    refs.push(Ref { found, crc, needs });
                     self.refs += 1;
                     self.bytes_referenced += v.len() as u64;
                     return Ok(());
@@ -708,7 +724,8 @@ impl Writer {
         let refs_before = refs.len();
         // Scanned once: an array's prefix ref needs its element ends too.
         let kids: Vec<(u32, usize, usize)> = children(b, start, end).collect();
-        let from = if v[0] == b'[' && v.len() >= ARRAY_MIN {
+        let array = v[0] == b'[' && v.len() >= ARRAY_MIN;
+        let from = if array {
             self.array(b, start, end, &kids, path, refs, defs)?
         } else {
             start
@@ -718,12 +735,19 @@ impl Writer {
                 self.walk(b, s, e, depth + 1, child_path(path, k), refs, defs)?;
             }
         }
-        // A definition with refs inside is not there as bytes for zstd to see.
+        // A definition with refs inside is not there as bytes for zstd to see, and a reader
+        // needs what they stand for to have it.
+        let Some(inner) = refs[refs_before..].iter().map(|r| r.needs).min() else {
+            return Ok(());
+        };
         if let Some(key) = defined
-            && refs.len() > refs_before
             && let Some(d) = self.defs.get_mut(&key)
         {
             d.literal = false;
+            d.needs = inner;
+        }
+        if array && let Some(a) = self.arrays.get_mut(&path) {
+            a.needs = inner;
         }
         Ok(())
     }
@@ -741,7 +765,7 @@ impl Writer {
         end: usize,
         kids: &[(u32, usize, usize)],
         path: u64,
-        refs: &mut Vec<(Found, u32)>,
+        refs: &mut Vec<Ref>,
         defs: &mut Vec<Found>,
     ) -> io::Result<usize> {
         let v = &b[start..end];
@@ -757,6 +781,7 @@ impl Writer {
             id: last,
             frame,
             chain: d,
+            needs,
             ..
         }) = before
             && frame != u64::MAX
@@ -785,7 +810,7 @@ impl Writer {
                         id: last,
                         prefix: true,
                     };
-                    refs.push((found, crc));
+                    refs.push(Ref { found, crc, needs });
                     self.refs += 1;
                     self.bytes_referenced += cut as u64;
                     from = start + cut;
@@ -808,6 +833,7 @@ impl Writer {
             id,
             frame: u64::MAX,
             chain: depth,
+            needs: u64::MAX,
             shared,
         };
         self.arrays.insert(path, array);
@@ -830,6 +856,7 @@ impl Writer {
             id,
             frame: u64::MAX,
             literal: true,
+            needs: u64::MAX,
         };
         self.defs.insert(key, def);
         self.last_defs.push(key);
@@ -857,18 +884,22 @@ impl Writer {
         Ok(id)
     }
 
-    /// The line just written went into `frame`: so did what it defined.
-    fn placed(&mut self, frame: u64) {
+    /// The line just written went into `frame`: so did what it defined. Returns the first
+    /// frame a reader must begin at to rebuild it.
+    fn placed(&mut self, frame: u64) -> u64 {
         for key in self.last_defs.drain(..) {
             if let Some(d) = self.defs.get_mut(&key) {
                 d.frame = frame;
+                d.needs = d.needs.min(frame);
             }
         }
         for path in self.last_arrays.drain(..) {
             if let Some(a) = self.arrays.get_mut(&path) {
                 a.frame = frame;
+                a.needs = a.needs.min(frame);
             }
         }
+        std::mem::replace(&mut self.line_needs, u64::MAX).min(frame)
     }
 
     /// Value `id` will not be referred to again: the writer forgets it, and so will readers.
@@ -962,7 +993,7 @@ impl Found {
 /// Writes `line` as an interned line: refs replaced by `0`, their places and the defs'.
 fn write_interned<W: Write + ?Sized>(
     line: &[u8],
-    refs: &[(Found, u32)],
+    refs: &[Ref],
     defs: &[Found],
     free: &[[u64; 2]],
     out: &mut W,
@@ -976,7 +1007,7 @@ fn write_interned<W: Write + ?Sized>(
     head.extend_from_slice(b"],\"refs\":[");
     // Each ref shrinks the stored line by its length less the one byte of `0`.
     let mut shrunk = 0;
-    for (k, (r, crc)) in refs.iter().enumerate() {
+    for (k, Ref { found: r, crc, .. }) in refs.iter().enumerate() {
         let sep = if k == 0 { "" } else { "," };
         let len = r.end - r.start;
         write!(head, "{sep}[{},{},{len},{crc}]", r.start - shrunk, r.id)?;
@@ -994,7 +1025,7 @@ fn write_interned<W: Write + ?Sized>(
     head.extend_from_slice(b",\"line\":");
     out.write_all(&head)?;
     let mut copied = 0;
-    for (r, _) in refs {
+    for Ref { found: r, .. } in refs {
         out.write_all(&line[copied..r.start])?;
         out.write_all(r.placeholder())?;
         copied = r.end;
@@ -1010,6 +1041,9 @@ pub trait Framed: Write {
     fn next_frame(&self) -> u64;
     /// The frame the last whole line written went into.
     fn last_line_frame(&self) -> u64;
+    /// The line just written into `frame` needs the lines of frames `earliest..frame` to
+    /// be rebuilt: an index can tell a reader that seeks where to begin.
+    fn needs(&mut self, _frame: u64, _earliest: u64) {}
 }
 
 /// Plain bytes, as tests use them: every line a frame of its own.
@@ -1088,7 +1122,9 @@ impl<W: Framed> Write for InternWriter<W> {
             self.pending.clear();
             written?;
             self.inner.write_all(b"\n")?;
-            self.writer.placed(self.inner.last_line_frame());
+            let frame = self.inner.last_line_frame();
+            let earliest = self.writer.placed(frame);
+            self.inner.needs(frame, earliest);
             rest = &rest[k + 1..];
         }
         self.pending.extend_from_slice(rest);

@@ -516,6 +516,10 @@ impl<W: Write> intern::Framed for FrameWriter<W> {
         // Written with its newline just now: still pending, or in the frame just cut.
         (self.frames_written() as u64).saturating_sub(u64::from(self.pending() == 0))
     }
+
+    fn needs(&mut self, frame: u64, earliest: u64) {
+        FrameWriter::needs(self, frame, earliest);
+    }
 }
 
 /// What `sess pack` would write, estimated as it goes (`sess stats`). The `--plain` rows

@@ -523,3 +523,215 @@ fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
         "started again"
     );
 }
+
+/// The stored lines of each frame of a packed file, from its index.
+fn frames_of(z: &[u8]) -> (sess::frames::index::Index, Vec<Vec<Vec<u8>>>) {
+    let index = common::index_of(z).0;
+    let frames = index
+        .entries
+        .iter()
+        .map(|e| {
+            let at = e.offset as usize;
+            let plain = zstd::decode_all(&z[at..at + e.compressed as usize]).unwrap();
+            lines(&plain)
+                .iter()
+                .map(|l| l.strip_suffix(b"\n").unwrap_or(l).to_vec())
+                .collect()
+        })
+        .collect();
+    (index, frames)
+}
+
+/// Reads `frames[from..=k]` afresh: whether every line of frame `k` rebuilds, and as the
+/// lines of `log` after the `before` lines of the frames before `k`.
+fn frame_reads_from(frames: &[Vec<Vec<u8>>], from: usize, k: usize, log: &[&[u8]]) -> bool {
+    let mut reader = sess::intern::Reader::default();
+    let mut out = Vec::new();
+    for lines in &frames[from..k] {
+        for l in lines {
+            if sess::intern::is_interned(l) {
+                let _ = reader.read(l, &mut out);
+            }
+        }
+    }
+    let before: usize = frames[..k].iter().map(Vec::len).sum();
+    frames[k].iter().enumerate().all(|(n, l)| {
+        let rebuilt = match sess::intern::is_interned(l) {
+            true => reader.read(l, &mut out).is_ok().then(|| out.clone()),
+            false => Some(l.clone()),
+        };
+        rebuilt.is_some_and(|r| log[before + n].strip_suffix(b"\n") == Some(&r[..]))
+    })
+}
+
+#[test]
+fn the_index_says_where_the_definitions_each_frame_needs_begin() {
+    for (log, frame_size, farthest) in [
+        (growing_log(), 2048, 9..usize::MAX),
+        (growing_log(), 16384, 1..usize::MAX),
+        // A ref reaches at most 8 frames back, and the blob's definitions hold no refs.
+        (blob_log(), 2048, 1..9),
+        (nested_log(), 2048, 2..10),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let packed = pack_small_frames(dir.path(), &log, frame_size);
+        let (index, frames) = frames_of(&std::fs::read(&packed).unwrap());
+        let all = lines(&log);
+        let mut most = 0;
+        for (k, e) in index.entries.iter().enumerate() {
+            let needs = e.needs.expect("sess pack says what each frame needs") as usize;
+            most = most.max(needs);
+            assert!(
+                frame_reads_from(&frames, k - needs, k, &all),
+                "frame {k} of {} does not read from {} frames back",
+                index.entries.len(),
+                needs
+            );
+            // A frame that needs frames before it cannot do without the first of them.
+            if needs > 0 {
+                assert!(
+                    !frame_reads_from(&frames, k - needs + 1, k, &all),
+                    "frame {k} reads from {} frames back",
+                    needs - 1
+                );
+            }
+        }
+        assert!(farthest.contains(&most), "{most} frames back at most");
+    }
+}
+
+/// A log of a line a frame, where a value defined in the third frame holds a ref to a
+/// value defined in the second: the lines that refer to the first need both frames.
+fn nested_log() -> Vec<u8> {
+    let (blob, note) = ("b".repeat(1500), "n".repeat(500));
+    let mut out = format!("{{\"seq\":0,\"pad\":\"{}\"}}\n", unique(0, 3000));
+    out.push_str(&format!(
+        "{{\"seq\":1,\"blob\":\"{blob}\",\"t\":\"{}\"}}\n",
+        unique(1, 1500)
+    ));
+    for k in 2..20 {
+        out.push_str(&format!(
+            "{{\"seq\":{k},\"o\":{{\"blob\":\"{blob}\",\"note\":\"{note}\"}},\"t\":\"{}\"}}\n",
+            unique(k, 1500)
+        ));
+    }
+    out.into_bytes()
+}
+
+/// `n` letters that repeat nowhere else in a log (`seed` tells texts apart).
+fn unique(seed: u64, n: usize) -> String {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            char::from(b'a' + (state >> 59) as u8 % 26)
+        })
+        .collect()
+}
+
+/// A log whose lines carry a history that grows by one message a line, in frames of about
+/// one line each, after a first line alone in its frame: the history of the last line is
+/// a chain of `[0` refs back to the second frame, and none needs the first. With `paths`
+/// of 2, line `k` carries history `k % 2`, and lines 1 and 2 begin the two chains.
+fn chained_log(paths: usize) -> Vec<u8> {
+    // Text that does not repeat, so that nothing but the history is interned.
+    let mut seed = 0;
+    let mut text = |n: usize| -> String {
+        seed += 1;
+        unique(seed, n)
+    };
+    let mut out = format!(
+        "{{\"seq\":0,\"type\":\"start\",\"pad\":\"{}\"}}\n",
+        text(3000)
+    );
+    let mut hists: Vec<Vec<String>> = vec![Vec::new(); paths];
+    for k in 1..17 {
+        let hist = &mut hists[k % paths];
+        while hist.len() < 13 + k {
+            hist.push(format!("{{\"m\":\"{}\"}}", text(300)));
+        }
+        out.push_str(&format!(
+            "{{\"seq\":{k},\"type\":\"step\",\"hist{}\":[{}],\"text\":\"{}\"}}\n",
+            k % paths,
+            hist.join(","),
+            text(1500)
+        ));
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_tail_begins_reading_where_the_index_says_its_definitions_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = chained_log(1);
+    let bad = first_line_s_frame_damaged(dir.path(), &log);
+    let index = common::index_of(&std::fs::read(&bad).unwrap()).0;
+    let last = index.entries.len() - 1;
+    // The last frame needs every frame but the first: more than the 9 a guess begins with,
+    // so a reader that guessed would double back to the first.
+    assert_eq!(
+        index.entries[last].needs,
+        Some(last as u32 - 1),
+        "{index:?}"
+    );
+    reads_as_the_log(&bad, &log, &[1, 2], (15, 16));
+    // What needs the damaged frame is an error.
+    sess()
+        .args(["cat", "--seq", "0..1"])
+        .arg(&bad)
+        .assert()
+        .code(1);
+}
+
+/// `log` (a [`chained_log`]) packed in frames of a line each, with a bit flipped in the
+/// first frame.
+fn first_line_s_frame_damaged(dir: &std::path::Path, log: &[u8]) -> std::path::PathBuf {
+    let packed = pack_small_frames(dir, log, 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    assert_eq!(index.entries.len(), lines(log).len(), "a line a frame");
+    let e = index.entries[0];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    bad
+}
+
+#[test]
+fn a_range_read_on_primes_again_for_a_frame_that_needs_more_than_the_one_before() {
+    // Line 14's frame needs frames 2 on (its chain begins at line 2), line 15's frames 1
+    // on: reading on from 14 to 15 reads frame 1 for it, not a guess back to the first.
+    let dir = tempfile::tempdir().unwrap();
+    let log = chained_log(2);
+    let bad = first_line_s_frame_damaged(dir.path(), &log);
+    let index = common::index_of(&std::fs::read(&bad).unwrap()).0;
+    assert_eq!(
+        (index.entries[14].needs, index.entries[15].needs),
+        (Some(12), Some(14))
+    );
+    reads_as_the_log(&bad, &log, &[1], (14, 15));
+}
+
+#[test]
+fn a_tail_of_a_file_whose_index_does_not_say_what_frames_need_still_reads() {
+    // `repair` copies frames as they are, and its index does not say what they need: a
+    // reader guesses, doubling back.
+    let dir = tempfile::tempdir().unwrap();
+    for log in [growing_log(), chained_log(1), chained_log(2)] {
+        let packed = pack_small_frames(dir.path(), &log, 2048);
+        let repaired = dir.path().join("repaired.zst");
+        sess()
+            .args(["repair", "-o"])
+            .arg(&repaired)
+            .arg(&packed)
+            .assert()
+            .success();
+        let index = common::index_of(&std::fs::read(&repaired).unwrap()).0;
+        assert!(index.entries.iter().all(|e| e.needs.is_none()), "{index:?}");
+        reads_as_the_log(&repaired, &log, &[1, 3, 12], (12, 15));
+        std::fs::remove_file(&packed).unwrap();
+        std::fs::remove_file(&repaired).unwrap();
+    }
+}

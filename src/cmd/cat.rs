@@ -192,13 +192,17 @@ fn sequential(
 }
 
 /// The definitions interned lines need when frames are read out of order: those of the
-/// frames `from..next`. Filled only when a frame holds an interned line, by reading some
-/// frames before it ([`Defs::prime`]); a log without interned lines is never read so.
+/// frames `from..next`. Filled only when a frame holds an interned line, by reading the
+/// frames before it that the index says it needs ([`Defs::prime`]); a log without interned
+/// lines is never read so.
 struct Defs {
     reader: intern::Reader,
     from: usize,
     next: usize,
-    /// How many frames before the one read priming starts: a ref names a definition at
+    /// Whether priming guesses how far back to begin: the index does not say (one of
+    /// version 1, or of frames `repair` copied), or said too little.
+    guessing: bool,
+    /// How many frames before the one read a guess begins: a ref names a definition at
     /// most 8 frames back, but a definition may itself be rebuilt from older ones (a
     /// history's `[0` refs chain), so it doubles when a line needs more.
     back: usize,
@@ -210,19 +214,29 @@ impl Default for Defs {
             reader: intern::Reader::default(),
             from: 0,
             next: 0,
+            guessing: false,
             back: 9,
         }
     }
 }
 
 impl Defs {
-    /// Makes the definitions those of frames `k - back..k`. A line of those frames that
-    /// needs a definition from before them is passed by (a line that needs it is found
-    /// missing later, and then priming begins further back); from frame 0 on, every line
-    /// must read.
+    /// Whether frame `k` can be read with the definitions at hand: they are those of the
+    /// frames just before it, from as far back as it needs.
+    fn ready_for(&self, file: &Seekable, k: usize) -> bool {
+        self.next == k && (self.guessing || file.first_needed(k..=k).is_none_or(|f| f >= self.from))
+    }
+
+    /// Makes the definitions those of the frames `k` needs, before it: from where the
+    /// index says, else from `k - back`. A line of those frames that needs a definition
+    /// from before them is passed by (a line that needs it is found missing later, and then
+    /// priming begins further back); from frame 0 on, every line must read.
     fn prime(&mut self, file: &mut Seekable, k: usize) -> Result<()> {
         self.reader.clear()?;
-        self.from = k.saturating_sub(self.back);
+        self.from = match file.first_needed(k..=k) {
+            Some(first) if !self.guessing => first,
+            _ => k.saturating_sub(self.back),
+        };
         let name = file.name().to_string();
         let mut buf = Vec::new();
         for j in self.from..k {
@@ -246,9 +260,11 @@ impl Defs {
         Ok(())
     }
 
-    /// Whether priming can begin further back; it will, at the next [`Defs::prime`].
-    fn widen(&mut self) -> bool {
-        self.back = self.back.saturating_mul(2);
+    /// A line of frame `k` needs a definition from before the frames read: whether
+    /// priming can begin further back; it will, at the next [`Defs::prime`], guessing.
+    fn widen(&mut self, k: usize) -> bool {
+        self.guessing = true;
+        self.back = self.back.max(k - self.from).saturating_mul(2);
         self.from > 0
     }
 }
@@ -277,7 +293,7 @@ fn frame_events(
     let name = file.name().to_string();
     let (mut buf, mut rebuilt) = (Vec::new(), Vec::new());
     let mut past = false;
-    if defs.next != k {
+    if !defs.ready_for(file, k) {
         defs.next = usize::MAX;
     }
     // The frame is streamed (a bomb decodes to gigabytes). At its first interned line
@@ -306,7 +322,7 @@ fn frame_events(
                 Ok(_) if n <= skip => continue,
                 Ok(line) => line,
                 // Priming began after a definition this line needs.
-                Err(_) if prime && defs.widen() => {
+                Err(_) if prime && defs.widen(k) => {
                     widen_at = Some(n - 1);
                     break;
                 }

@@ -4,13 +4,15 @@
 //!
 //! ```text
 //! skippable frame: magic 0x184D2A5E (LE u32) | payload length (LE u32) | payload
-//! payload:         "SESSIDX1" | version u32 = 1 | count u32 | count x entry | trailer
-//! entry (32 B):    offset u64 | compressed u32 | uncompressed u32 | lines u32 | crc32 u32 | first_seq i64
+//! payload:         "SESSIDX1" | version u32 = 2 | count u32 | count x entry | trailer
+//! entry (36 B):    offset u64 | compressed u32 | uncompressed u32 | lines u32 | crc32 u32 | first_seq i64 | needs u32
 //! trailer (16 B):  crc32 of the payload before it u32 | payload length u32 | "SESSIDX1"
 //! ```
 //!
-//! All integers are little-endian. `first_seq` is `i64::MIN` when unknown. The trailer
-//! repeats the magic at the very end of the file so a reader finds the index from there.
+//! All integers are little-endian. `first_seq` is `i64::MIN` when unknown, `needs`
+//! `u32::MAX`. The trailer repeats the magic at the very end of the file so a reader finds
+//! the index from there. Version 1 (sess before `needs`) has 32-byte entries without it,
+//! and is still read.
 
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -18,8 +20,11 @@ use std::io::{self, Read, Seek, SeekFrom};
 /// The skippable-frame magic sess uses for its index (zstd reserves 0x184D2A50..=5F).
 pub const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 pub const INDEX_MAGIC: &[u8; 8] = b"SESSIDX1";
-const VERSION: u32 = 1;
-const ENTRY_LEN: usize = 32;
+const VERSION: u32 = 2;
+const ENTRY_LEN: usize = 36;
+/// Version 1 entries lack `needs`.
+const V1_ENTRY_LEN: usize = 32;
+const UNKNOWN_NEEDS: u32 = u32::MAX;
 const HEAD_LEN: usize = 16;
 const TRAILER_LEN: usize = 16;
 
@@ -36,6 +41,11 @@ pub struct Entry {
     pub crc32: u32,
     /// The seq of the frame's first event, when it has one.
     pub first_seq: Option<i64>,
+    /// How many frames before this one a reader must begin at for every interned line of
+    /// it to be rebuilt (the frames holding the definitions its lines refer to, and those
+    /// their own definitions need in turn); 0 when it needs none. `None` when the writer
+    /// did not say (an index of version 1, or frames copied by `repair`).
+    pub needs: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,6 +88,7 @@ impl Index {
             out.extend_from_slice(&e.lines.to_le_bytes());
             out.extend_from_slice(&e.crc32.to_le_bytes());
             out.extend_from_slice(&e.first_seq.unwrap_or(i64::MIN).to_le_bytes());
+            out.extend_from_slice(&e.needs.unwrap_or(UNKNOWN_NEEDS).to_le_bytes());
         }
         let crc = crc32fast::hash(&out[payload_start..]);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -101,18 +112,27 @@ impl Index {
         if crc32fast::hash(&payload[..body]) != crc {
             return bad("index checksum mismatch");
         }
-        if u32_at(payload, 8) != VERSION {
-            return bad("unknown index version");
-        }
+        let entry_len = match u32_at(payload, 8) {
+            VERSION => ENTRY_LEN,
+            1 => V1_ENTRY_LEN,
+            _ => return bad("unknown index version"),
+        };
         let count = u32_at(payload, 12) as usize;
-        if HEAD_LEN + count.saturating_mul(ENTRY_LEN) != body {
+        if HEAD_LEN + count.saturating_mul(entry_len) != body {
             return bad("index length does not match its entry count");
         }
         let mut entries = Vec::with_capacity(count);
         let mut next = 0u64;
         for k in 0..count {
-            let at = HEAD_LEN + k * ENTRY_LEN;
+            let at = HEAD_LEN + k * entry_len;
             let seq = i64::from_le_bytes(payload[at + 24..at + 32].try_into().expect("8 bytes"));
+            let needs = match entry_len {
+                ENTRY_LEN => Some(u32_at(payload, at + 32)).filter(|&n| n != UNKNOWN_NEEDS),
+                _ => None,
+            };
+            if needs.is_some_and(|n| n as usize > k) {
+                return bad("index entry needs frames before the first");
+            }
             let e = Entry {
                 offset: u64::from_le_bytes(payload[at..at + 8].try_into().expect("8 bytes")),
                 compressed: u32_at(payload, at + 8),
@@ -120,6 +140,7 @@ impl Index {
                 lines: u32_at(payload, at + 16),
                 crc32: u32_at(payload, at + 20),
                 first_seq: (seq != i64::MIN).then_some(seq),
+                needs,
             };
             if e.offset != next {
                 return bad("index entries do not follow one another from the start of the file");
@@ -190,6 +211,7 @@ mod tests {
                     lines: 1,
                     crc32: 7,
                     first_seq: None,
+                    needs: Some(0),
                 },
                 Entry {
                     offset: 100,
@@ -198,6 +220,7 @@ mod tests {
                     lines: 4,
                     crc32: 9,
                     first_seq: Some(0),
+                    needs: Some(1),
                 },
             ],
         }
@@ -212,6 +235,62 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(got, (sample(), 150));
+    }
+
+    /// `index` as sess wrote it before `needs` (version 1, 32-byte entries).
+    fn version_1(index: &Index) -> Vec<u8> {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(INDEX_MAGIC);
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.extend_from_slice(&(index.entries.len() as u32).to_le_bytes());
+        for e in &index.entries {
+            payload.extend_from_slice(&e.offset.to_le_bytes());
+            for n in [e.compressed, e.uncompressed, e.lines, e.crc32] {
+                payload.extend_from_slice(&n.to_le_bytes());
+            }
+            payload.extend_from_slice(&e.first_seq.unwrap_or(i64::MIN).to_le_bytes());
+        }
+        let len = (payload.len() + TRAILER_LEN) as u32;
+        let crc = crc32fast::hash(&payload);
+        payload.extend_from_slice(&crc.to_le_bytes());
+        payload.extend_from_slice(&len.to_le_bytes());
+        payload.extend_from_slice(INDEX_MAGIC);
+        let mut out = SKIPPABLE_MAGIC.to_le_bytes().to_vec();
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend(payload);
+        out
+    }
+
+    #[test]
+    fn an_index_of_version_1_reads_without_what_frames_need() {
+        let mut file = vec![0u8; 150];
+        file.extend(version_1(&sample()));
+        let (got, at) = Index::read_from(&mut std::io::Cursor::new(&file))
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let mut want = sample();
+        for e in &mut want.entries {
+            e.needs = None;
+        }
+        assert_eq!((got, at), (want, 150));
+    }
+
+    #[test]
+    fn what_a_frame_needs_is_unknown_or_within_the_frames_before_it() {
+        let mut unknown = sample();
+        unknown.entries[1].needs = None;
+        let mut file = vec![0u8; 150];
+        file.extend(unknown.encode());
+        let got = Index::read_from(&mut std::io::Cursor::new(&file)).unwrap();
+        assert_eq!(got.unwrap().unwrap().0, unknown);
+        // The second frame can need the first, not two frames before it.
+        let mut past = sample();
+        past.entries[1].needs = Some(2);
+        let mut file = vec![0u8; 150];
+        file.extend(past.encode());
+        let got = Index::read_from(&mut std::io::Cursor::new(&file)).unwrap();
+        assert!(got.unwrap().unwrap_err().0.contains("before the first"));
     }
 
     #[test]

@@ -14,13 +14,14 @@ use super::walk::{self, End, Kind};
 use crate::io::LineReader;
 
 /// A data frame: where it is, and what the index knows of it (the seq of its first event;
-/// its lines and decompressed bytes).
+/// its lines and decompressed bytes; how many frames before it its interned lines need).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRef {
     pub offset: u64,
     pub len: u64,
     pub first_seq: Option<i64>,
     pub size: Option<(u64, u64)>,
+    pub needs: Option<u32>,
 }
 
 /// A compressed file whose frames are known without reading it through.
@@ -70,6 +71,14 @@ impl Seekable {
             .unwrap_or(0)
     }
 
+    /// The first frame to read from, afresh, for every line of frames `ks` to be rebuilt
+    /// (the frames holding the definitions their interned lines refer to), when the index
+    /// says for each of them.
+    pub fn first_needed(&self, ks: std::ops::RangeInclusive<usize>) -> Option<usize> {
+        ks.map(|k| Some(k - (self.frames[k].needs? as usize).min(k)))
+            .try_fold(usize::MAX, |first, k| Some(first.min(k?)))
+    }
+
     /// The decompressed bytes of frame `k`, released only once its checksum has passed. Any
     /// damage is an error.
     pub fn frame(&mut self, k: usize) -> io::Result<impl Read + '_> {
@@ -103,6 +112,7 @@ fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
                     len: u64::from(e.compressed),
                     first_seq: e.first_seq,
                     size: Some((u64::from(e.lines), u64::from(e.uncompressed))),
+                    needs: e.needs,
                 })
                 .collect(),
         ));
@@ -122,6 +132,7 @@ fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
                 len: s.len,
                 first_seq: None,
                 size: None,
+                needs: None,
             })
             .collect(),
     ))

@@ -208,6 +208,9 @@ pub struct FrameWriter<W: Write> {
     ledger: Ledger,
     /// What [`FrameWriter::offer_same`] offered.
     same: Option<Vec<u8>>,
+    /// For each frame, the first frame its lines need ([`FrameWriter::needs`]); `None`
+    /// when no writer above says (the index then does not know).
+    earliest: Option<Vec<u64>>,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -227,6 +230,7 @@ impl<W: Write> FrameWriter<W> {
             zbuf: Vec::new(),
             ledger: Ledger::default(),
             same: None,
+            earliest: None,
         })
     }
 
@@ -294,6 +298,19 @@ impl<W: Write> FrameWriter<W> {
         self.ledger.push(len, crc.finalize(), meta)
     }
 
+    /// A line written into `frame` needs the lines of frames `earliest..frame` to be
+    /// rebuilt (the definitions its refs name, and theirs in turn), for the index to say
+    /// ([`Entry::needs`]). A writer above that says it of one line says it of every line;
+    /// a frame it says nothing of needs no frame before it.
+    pub fn needs(&mut self, frame: u64, earliest: u64) {
+        let all = self.earliest.get_or_insert_with(Vec::new);
+        let k = frame as usize;
+        while all.len() <= k {
+            all.push(all.len() as u64);
+        }
+        all[k] = all[k].min(earliest);
+    }
+
     /// Writes what is pending (a last line without newline included) and the index.
     pub fn finish(mut self) -> io::Result<(W, Index)> {
         // DSH's layout has no index; an empty log is then one empty frame, so that the file
@@ -308,6 +325,12 @@ impl<W: Write> FrameWriter<W> {
         self.drain()?;
         // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
         // what a small log packed larger than `zstd -3`.
+        if let Some(all) = &self.earliest {
+            for (k, e) in self.ledger.index.entries.iter_mut().enumerate() {
+                let first = all.get(k).map_or(k, |&f| f as usize);
+                e.needs = Some((k - first.min(k)) as u32);
+            }
+        }
         if self.opts.layout == Layout::Sess && self.ledger.index.entries.len() > 1 {
             self.out.write_all(&self.ledger.index.encode())?;
         }
@@ -446,6 +469,8 @@ impl Ledger {
             lines: to_u32(meta.lines)?,
             crc32,
             first_seq: meta.first_seq,
+            // Known once every line is written ([`FrameWriter::needs`]).
+            needs: None,
         });
         self.offset += compressed;
         Ok(())
