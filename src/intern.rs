@@ -632,8 +632,8 @@ impl Writer {
         if v[0] == b'"' || depth >= MAX_DEPTH {
             return;
         }
-        for (_, s, e) in children(b, start, end) {
-            self.count(b, s, e, depth + 1, at);
+        for kid in children(b, start, end) {
+            self.count(b, kid.start, kid.end, depth + 1, at);
         }
     }
 
@@ -722,17 +722,17 @@ impl Writer {
             return Ok(());
         }
         let refs_before = refs.len();
-        // Scanned once: an array's prefix ref needs its element ends too.
-        let kids: Vec<(u32, usize, usize)> = children(b, start, end).collect();
         let array = v[0] == b'[' && v.len() >= ARRAY_MIN;
-        let from = if array {
-            self.array(b, start, end, &kids, path, refs, defs)?
+        if array {
+            // Scanned once: an array's prefix ref needs its element ends too.
+            let kids: Vec<Kid> = children(b, start, end).collect();
+            let from = self.array(b, start, end, &kids, path, refs, defs)?;
+            for kid in kids.into_iter().filter(|k| k.start >= from) {
+                self.walk_kid(b, kid, depth, path, refs, defs)?;
+            }
         } else {
-            start
-        };
-        for &(k, s, e) in &kids {
-            if s >= from {
-                self.walk(b, s, e, depth + 1, child_path(path, k), refs, defs)?;
+            for kid in children(b, start, end) {
+                self.walk_kid(b, kid, depth, path, refs, defs)?;
             }
         }
         // A definition with refs inside is not there as bytes for zstd to see, and a reader
@@ -752,6 +752,25 @@ impl Writer {
         Ok(())
     }
 
+    /// [`Writer::walk`] into a member or element of the value at `path`, when it is long
+    /// enough to be interned (most are not: their keys are not hashed).
+    fn walk_kid(
+        &mut self,
+        b: &[u8],
+        kid: Kid,
+        depth: usize,
+        path: u64,
+        refs: &mut Vec<Ref>,
+        defs: &mut Vec<Found>,
+    ) -> io::Result<()> {
+        if kid.end - kid.start < self.min.max(2) {
+            return Ok(());
+        }
+        let key = crc32fast::hash(&b[kid.key]);
+        let path = child_path(path, key);
+        self.walk(b, kid.start, kid.end, depth + 1, path, refs, defs)
+    }
+
     /// An array that is not a repeat: when the last array at the same path (in an earlier
     /// frame) begins with the same elements, those are written as a ref to its first
     /// bytes, `[0`. A history that grows by one message a step (Claude Code's
@@ -763,7 +782,7 @@ impl Writer {
         b: &[u8],
         start: usize,
         end: usize,
-        kids: &[(u32, usize, usize)],
+        kids: &[Kid],
         path: u64,
         refs: &mut Vec<Ref>,
         defs: &mut Vec<Found>,
@@ -798,7 +817,7 @@ impl Writer {
                 // are the same bytes up to it, so the last one has an element end there).
                 let cut = kids
                     .iter()
-                    .map(|&(_, _, e)| e - start)
+                    .map(|k| k.end - start)
                     .take_while(|&e| e <= same)
                     .last()
                     .filter(|&e| e >= self.min.max(2) && v[e] == b',');
@@ -943,10 +962,16 @@ fn key(crc: u32, len: usize) -> u64 {
     u64::from(crc) | (len as u64) << 32
 }
 
-/// The values directly inside the container `b[start..end]`: an object's member values or
-/// an array's elements, as ranges, each with the crc32 of its raw key (0 in an array).
-/// Stops at anything malformed.
-fn children(b: &[u8], start: usize, end: usize) -> impl Iterator<Item = (u32, usize, usize)> + '_ {
+/// A value directly inside a container: an object's member value or an array's element,
+/// with its key (the raw key's bytes, quotes included; empty in an array).
+struct Kid {
+    key: std::ops::Range<usize>,
+    start: usize,
+    end: usize,
+}
+
+/// The values directly inside the container `b[start..end]`. Stops at anything malformed.
+fn children(b: &[u8], start: usize, end: usize) -> impl Iterator<Item = Kid> + '_ {
     let object = b[start] == b'{';
     let mut i = start + 1;
     std::iter::from_fn(move || {
@@ -957,23 +982,22 @@ fn children(b: &[u8], start: usize, end: usize) -> impl Iterator<Item = (u32, us
         if b[i] == b',' {
             i = json::skip_ws(b, i + 1);
         }
-        let mut key = 0;
+        let mut key = i..i;
         if object {
             if b.get(i) != Some(&b'"') {
                 return None;
             }
             let key_end = json::string_end(b, i)?;
-            key = crc32fast::hash(&b[i..key_end]);
+            key = i..key_end;
             i = json::skip_ws(b, key_end);
             if b.get(i) != Some(&b':') {
                 return None;
             }
             i = json::skip_ws(b, i + 1);
         }
-        let s = i;
-        let e = json::skip_value(b, s).filter(|&e| e < end)?;
-        i = e;
-        Some((key, s, e))
+        let start = i;
+        i = json::skip_value(b, start).filter(|&e| e < end)?;
+        Some(Kid { key, start, end: i })
     })
 }
 
