@@ -323,14 +323,14 @@ impl<W: Write> FrameWriter<W> {
             self.emit(n)?;
         }
         self.drain()?;
-        // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
-        // what a small log packed larger than `zstd -3`.
         if let Some(all) = &self.earliest {
             for (k, e) in self.ledger.index.entries.iter_mut().enumerate() {
                 let first = all.get(k).map_or(k, |&f| f as usize);
                 e.needs = Some((k - first.min(k)) as u32);
             }
         }
+        // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
+        // what a small log packed larger than `zstd -3`.
         if self.opts.layout == Layout::Sess && self.ledger.index.entries.len() > 1 {
             self.out.write_all(&self.ledger.index.encode())?;
         }
