@@ -1,5 +1,6 @@
 //! The frame reader and the index parser on arbitrary bytes: no panic in any recovery mode,
-//! every failure an error, and an index that parses lies inside the file.
+//! every failure an error, and an index that parses lies inside the file and names no frame
+//! before the first as one a frame needs.
 #![no_main]
 
 use std::io::Read;
@@ -15,8 +16,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(Some(Ok((index, at)))) = Index::read_from(&mut std::io::Cursor::new(data)) {
         assert!(at <= data.len() as u64);
-        for e in &index.entries {
+        for (k, e) in index.entries.iter().enumerate() {
             assert!(e.offset + u64::from(e.compressed) <= at);
+            assert!(e.needs.is_none_or(|n| n as usize <= k));
         }
     }
     if data.len() > 8 {

@@ -21,7 +21,8 @@ each exactly as it was written. Inputs may be plain JSONL or zstd (detected by m
 and packed chunk rows are expanded into the events they hold. Several inputs are read in \
 order, as one stream.\n\n\
 On a compressed file, --tail and --seq seek: they decode only the frames they need, found \
-through the file's frame index (or its frame headers when it has none). Under --recovery \
+through the file's frame index (or its frame headers when it has none), and the frames the \
+index says hold the values their interned lines refer to. Under --recovery \
 point-in-time or skip-corrupt they read the file through instead, so that damage is \
 handled as the mode says.\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
