@@ -700,9 +700,11 @@ fn first_line_s_frame_damaged(dir: &std::path::Path, log: &[u8]) -> std::path::P
 }
 
 #[test]
-fn a_range_read_on_primes_again_for_a_frame_that_needs_more_than_the_one_before() {
-    // Line 14's frame needs frames 2 on (its chain begins at line 2), line 15's frames 1
-    // on: reading on from 14 to 15 reads frame 1 for it, not a guess back to the first.
+fn a_range_read_on_into_a_frame_that_needs_more_than_the_one_before_reads_right() {
+    // Line 14's frame needs frames 2 on, line 15's frames 1 on: reading on from 14 to 15
+    // primes again, further back, and passes by the damaged first frame. (Priming again
+    // where the index says, rather than guessing, changes only which frames are read,
+    // which no output shows.)
     let dir = tempfile::tempdir().unwrap();
     let log = chained_log(2);
     let bad = first_line_s_frame_damaged(dir.path(), &log);
@@ -734,4 +736,45 @@ fn a_tail_of_a_file_whose_index_does_not_say_what_frames_need_still_reads() {
         std::fs::remove_file(&packed).unwrap();
         std::fs::remove_file(&repaired).unwrap();
     }
+}
+
+#[test]
+fn a_range_read_is_not_stopped_by_damage_only_a_line_past_it_needs() {
+    // Frame 3 holds X, then Z, then Y, which refers to a blob the first frame defines: the
+    // frame needs the first, so a reader of X reads from there, past a damaged frame 2 that
+    // no line of it needs.
+    let blob = "p".repeat(1500);
+    let mut log = format!("{{\"seq\":0,\"p\":\"{blob}\"}}\n");
+    for k in 1..4 {
+        log.push_str(&format!("{{\"seq\":{k},\"t\":\"{}\"}}\n", unique(k, 1500)));
+    }
+    log.push_str("{\"seq\":4,\"x\":1}\n{\"seq\":5,\"z\":1}\n");
+    log.push_str(&format!("{{\"seq\":6,\"p\":\"{blob}\"}}\n"));
+    log.push_str(&format!("{{\"seq\":7,\"t\":\"{}\"}}\n", unique(7, 1500)));
+    let dir = tempfile::tempdir().unwrap();
+    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    let lines_in = |k: usize| index.entries[k].lines;
+    assert_eq!((1..5).map(lines_in).collect::<Vec<_>>(), [1, 1, 4, 1]);
+    assert_eq!(index.entries[3].needs, Some(3), "{index:?}");
+    let e = index.entries[2];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let all = lines(log.as_bytes());
+    for (a, b) in [(4, 4), (4, 6), (6, 7)] {
+        let got = stdout_ok(
+            sess()
+                .args(["cat", "--seq", &format!("{a}..{b}")])
+                .arg(&bad),
+        );
+        assert!(got == all[a..=b].concat(), "--seq {a}..{b}");
+    }
+    // A line that needs the damaged frame is an error.
+    sess()
+        .args(["cat", "--seq", "2..2"])
+        .arg(&bad)
+        .assert()
+        .code(1);
 }

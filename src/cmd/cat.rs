@@ -207,6 +207,8 @@ struct Defs {
     /// most 8 frames back, but a definition may itself be rebuilt from older ones (a
     /// history's `[0` refs chain), so it doubles when a line needs more.
     back: usize,
+    /// The frame priming was last for, and where it began.
+    last: Option<(usize, usize)>,
 }
 
 impl Default for Defs {
@@ -217,6 +219,7 @@ impl Default for Defs {
             next: 0,
             guessing: false,
             back: 9,
+            last: None,
         }
     }
 }
@@ -229,32 +232,34 @@ impl Defs {
     }
 
     /// Makes the definitions those of the frames `k` needs, before it: from where the
-    /// index says, else from `k - back`. A line of those frames that needs a definition
-    /// from before them is passed by (a line that needs it is found missing later, and then
-    /// priming begins further back); from frame 0 on, every line must read.
+    /// index says, else from `k - back`. A line of those frames that does not read (it
+    /// needs a definition from before them, or its frame is damaged) is passed by: the
+    /// command may not need what it defines, and a line that does is found missing later,
+    /// and then priming begins further back, or reading fails naming that line.
     fn prime(&mut self, file: &mut Seekable, k: usize) -> Result<()> {
         self.reader.clear()?;
-        self.from = match file.first_needed(k..=k) {
+        let wanted = match file.first_needed(k..=k) {
             Some(first) if !self.guessing => first,
             _ => k.saturating_sub(self.back),
         };
+        // Priming again for a later frame of a range read on, which needs more: at least
+        // twice as far back as the last time, so that frames whose needs each reach a
+        // little further cost a few primes, not one each.
+        self.from = match self.last {
+            Some((at, from)) if at < k && wanted < from => {
+                wanted.min(k.saturating_sub(2 * (k - from)))
+            }
+            _ => wanted,
+        };
+        self.last = Some((k, self.from));
         let name = file.name().to_string();
         let mut buf = Vec::new();
         for j in self.from..k {
             let mut lines = file
                 .lines(j)
                 .with_context(|| format!("{name}: cannot read"))?;
-            loop {
-                let line = match lines.next_line() {
-                    Ok(Some(line)) => line,
-                    Ok(None) => break,
-                    Err(_) if self.from > 0 => break,
-                    Err(e) => return Err(e).with_context(|| format!("{name}: cannot read")),
-                };
-                match input::rebuild(&name, line, &mut self.reader, &mut buf) {
-                    Err(_) if self.from > 0 => {}
-                    r => drop(r?),
-                }
+            while let Ok(Some(line)) = lines.next_line() {
+                let _ = input::rebuild(&name, line, &mut self.reader, &mut buf);
             }
         }
         self.next = k;
