@@ -1039,6 +1039,33 @@ impl Found {
     }
 }
 
+/// Writes into `out` (cleared first) interned `line`, which a reader rebuilt as `rebuilt`,
+/// again to stand alone: its definitions and `free` as they were, no refs, `rebuilt` as its
+/// line. A reader of it keeps what a reader of `line` keeps, and needs no other line for it
+/// (`sess repair` writes a line so when it refers to a value that only a line it drops
+/// defined).
+pub fn standalone(line: &[u8], rebuilt: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    let (header, _) = split(line)?;
+    let outside = || Error::Malformed("a definition lies outside the line".into());
+    let defs = header
+        .defs
+        .iter()
+        .map(|&[at, len, id]| {
+            let end = at.checked_add(len).filter(|&e| e <= rebuilt.len() as u64);
+            let end = end.ok_or_else(outside)?;
+            Ok(Found {
+                start: at as usize,
+                end: end as usize,
+                id,
+                prefix: false,
+            })
+        })
+        .collect::<Result<Vec<Found>, Error>>()?;
+    out.clear();
+    write_interned(rebuilt, &[], &defs, &header.free, out)?;
+    Ok(())
+}
+
 /// Writes `line` as an interned line: refs replaced by `0`, their places and the defs'.
 fn write_interned<W: Write + ?Sized>(
     line: &[u8],

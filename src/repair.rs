@@ -6,8 +6,10 @@
 //!   frame; a last line without a newline is kept with one added when it is a whole JSON
 //!   value, and dropped as torn when it is not; a new index is written. An interned line
 //!   ([`crate::intern`]) that needs a value defined in a lost frame can never be read
-//!   back: it is dropped and reported too (its frame written again without it), and so is
-//!   every later line that needs a value only it defined.
+//!   back: it is dropped and reported too (its frame written again without it). A later
+//!   line that refers to a value only such a line defined (outside what it lacks) is
+//!   rebuilt and written to stand alone ([`intern::standalone`]), so that the output
+//!   holds the lines `cat --recovery skip-corrupt` gives, and reads back whole.
 //! - A plain log ([`salvage_plain`]): every line that is one valid JSON value is kept byte
 //!   for byte (a last one without a newline gets one); the others are dropped.
 //!
@@ -89,8 +91,8 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         len,
         report: RepairReport::default(),
         line: 0,
-        interned: intern::Reader::default(),
-        scratch: Vec::new(),
+        readers: Readers::default(),
+        spill: None,
     };
     let mut at = 0;
     while at < len {
@@ -121,13 +123,67 @@ struct Salvager<'f> {
     report: RepairReport,
     /// Lines of the original read so far: kept, plus lost where the count is known.
     line: u64,
-    /// The interned values of the lines kept so far, as a reader of the output will have.
-    interned: intern::Reader,
+    readers: Readers,
+    /// The lines of the frame being planned that are written to stand alone, in order,
+    /// each after its length (u64, little-endian), until the frame is written again.
+    spill: Option<File>,
+}
+
+/// The lines of a frame (by index) not written as they are stored: lost (why), or (`None`)
+/// written to stand alone, their bytes in the spill.
+type Plan = Vec<(u64, Option<String>)>;
+
+/// What a line of the input becomes.
+enum Verdict {
+    /// Written as it is stored.
+    Keep,
+    /// Dropped, why: it cannot be rebuilt.
+    Lose(String),
+    /// Written as these bytes: it stands alone.
+    Alone(Vec<u8>),
+}
+
+/// The interned values as two readers have them.
+#[derive(Default)]
+struct Readers {
+    /// Of every line read, kept or not, as `cat --recovery skip-corrupt` reads: a line that
+    /// cannot be rebuilt still defines the values beside what it lacks.
+    input: intern::Reader,
+    /// Of the lines written, as a reader of the output will have them.
+    output: intern::Reader,
+    rebuilt: Vec<u8>,
     scratch: Vec<u8>,
 }
 
-/// The lines of a frame (by index) that cannot be read back, and why.
-type Unreadable = Vec<(u64, String)>;
+impl Readers {
+    /// What becomes of `line`, each reader having read it (or, for a line that stands
+    /// alone, what is written instead).
+    fn verdict(&mut self, line: &[u8]) -> io::Result<Verdict> {
+        if !intern::is_interned(line) {
+            return Ok(Verdict::Keep);
+        }
+        match self.input.read(line, &mut self.rebuilt) {
+            Ok(()) => {}
+            Err(intern::Error::Io(e)) => return Err(e),
+            Err(e) => return Ok(Verdict::Lose(format!("the line cannot be read back: {e}"))),
+        }
+        match self.output.read(line, &mut self.scratch) {
+            Ok(()) if self.scratch == self.rebuilt => return Ok(Verdict::Keep),
+            Err(intern::Error::Io(e)) => return Err(e),
+            // It refers to a value a dropped line defined.
+            _ => {}
+        }
+        let mut alone = Vec::new();
+        intern::standalone(line, &self.rebuilt, &mut alone).map_err(io::Error::other)?;
+        match self.output.read(&alone, &mut self.scratch) {
+            Ok(()) => Ok(Verdict::Alone(alone)),
+            Err(intern::Error::Io(e)) => Err(e),
+            Err(e) => Err(io::Error::other(format!(
+                "a line written to stand alone: {e}"
+            ))),
+        }
+    }
+}
 
 /// Decodes the one frame at the start of `src`, calling `f` with each complete line (without
 /// its newline); returns how decoding ended and the bytes after the last newline.
@@ -203,9 +259,9 @@ impl Salvager<'_> {
             u64::from(matches!(span.kind, Kind::Zstd { checksum: false }));
         let partial = stats.has_partial_line();
         let last = partial && self.is_last_data_frame(span.offset + span.len)?;
-        let unreadable = self.unreadable(span, last)?;
-        if last || !unreadable.is_empty() {
-            return self.rewrite(span, &unreadable, last, out);
+        let plan = self.plan(span, last)?;
+        if last || !plan.is_empty() {
+            return self.rewrite(span, &plan, last, out);
         }
         let meta = FrameMeta {
             uncompressed: stats.bytes,
@@ -217,40 +273,80 @@ impl Salvager<'_> {
         Ok(())
     }
 
-    /// Reads the interned lines of a frame that decodes as a reader of the output will, and
-    /// returns those that cannot be rebuilt (their values were defined in a lost frame).
-    /// The last line without a newline is read too when `tail` says it will be kept.
-    fn unreadable(&mut self, span: &Span, tail: bool) -> io::Result<Unreadable> {
-        let (mut bad, mut k) = (Vec::new(), 0);
+    /// Reads the interned lines of a frame that decodes as readers of the input and of the
+    /// output will, and returns those not to be written as they are stored (the bytes of
+    /// those that stand alone go to the spill). The last line without a newline is read too
+    /// when `tail` says it will be kept.
+    fn plan(&mut self, span: &Span, tail: bool) -> io::Result<Plan> {
+        let (mut plan, mut k) = (Vec::new(), 0);
         let mut src = self.bytes(span.offset, span.len)?;
-        let (interned, scratch) = (&mut self.interned, &mut self.scratch);
+        let spill = match &mut self.spill {
+            Some(f) => f,
+            None => self.spill.insert(tempfile::tempfile()?),
+        };
+        spill.set_len(0)?;
+        spill.seek(SeekFrom::Start(0))?;
+        let mut spill = io::BufWriter::new(spill);
+        let readers = &mut self.readers;
+        let mut take = |line: &[u8], k: u64| -> io::Result<()> {
+            match readers.verdict(line)? {
+                Verdict::Keep => {}
+                Verdict::Lose(why) => plan.push((k, Some(why))),
+                Verdict::Alone(bytes) => {
+                    spill.write_all(&(bytes.len() as u64).to_le_bytes())?;
+                    spill.write_all(&bytes)?;
+                    plan.push((k, None));
+                }
+            }
+            Ok(())
+        };
         let (_, rest) = frame_lines(&mut src, |line| {
-            check(interned, scratch, line, k, &mut bad)?;
+            take(line, k)?;
             k += 1;
             Ok(())
         })?;
         if tail && !rest.is_empty() && json::validate(&rest).is_ok() {
-            check(interned, scratch, &rest, k, &mut bad)?;
+            take(&rest, k)?;
         }
-        Ok(bad)
+        spill.flush()?;
+        Ok(plan)
     }
 
-    /// Writes a frame again line by line, without its unreadable lines. A line it ends
-    /// inside follows the torn-line rule when the frame is the file's `last`, and goes on as
-    /// it is (into the next frame) when it is not.
+    /// The next line [`Salvager::plan`] put in the spill.
+    fn unspill(&mut self) -> io::Result<Vec<u8>> {
+        let spill = self.spill.as_mut().expect("a plan spilled the line");
+        let mut len = [0u8; 8];
+        spill.read_exact(&mut len)?;
+        let mut bytes = vec![0; u64::from_le_bytes(len) as usize];
+        spill.read_exact(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Writes a frame again line by line, as [`Salvager::plan`] says: without its lost lines,
+    /// and those that stand alone so. A line it ends inside follows the torn-line rule when
+    /// the frame is the file's `last`, and goes on as it is (into the next frame) when it
+    /// is not.
     fn rewrite<W: Write>(
         &mut self,
         span: &Span,
-        unreadable: &Unreadable,
+        plan: &Plan,
         last: bool,
         out: &mut FrameWriter<W>,
     ) -> io::Result<()> {
         let mut src = self.bytes(span.offset, span.len)?;
-        let mut bad = unreadable.iter().peekable();
+        if let Some(spill) = &mut self.spill {
+            spill.seek(SeekFrom::Start(0))?;
+        }
+        let mut planned = plan.iter().peekable();
         let (end, mut k) = (span.offset + span.len, 0);
         let (_, tail) = frame_lines(&mut src, |line| {
-            match bad.next_if(|(at, _)| *at == k) {
-                Some((_, why)) => self.lose(span.offset, end, Some(1), why.clone()),
+            match planned.next_if(|(at, _)| *at == k) {
+                Some((_, Some(why))) => self.lose(span.offset, end, Some(1), why.clone()),
+                Some((_, None)) => {
+                    out.write_all(&self.unspill()?)?;
+                    out.write_all(b"\n")?;
+                    self.keep(1);
+                }
                 None => {
                     out.write_all(line)?;
                     out.write_all(b"\n")?;
@@ -260,8 +356,14 @@ impl Salvager<'_> {
             k += 1;
             Ok(())
         })?;
-        if let Some((_, why)) = bad.next() {
+        if let Some((_, Some(why))) = planned.peek() {
             self.lose(span.offset, end, Some(1), why.clone());
+        } else if let Some((_, None)) = planned.peek() {
+            // The last line, without a newline: it stands alone, and gets one.
+            out.write_all(&self.unspill()?)?;
+            out.write_all(b"\n")?;
+            self.keep(1);
+            self.report.newline_added = Some(self.line);
         } else if !last {
             // A line that goes on in the next frame (sess never cuts one, stock zstd may).
             out.write_all(&tail)?;
@@ -299,19 +401,20 @@ impl Salvager<'_> {
     /// lost whatever it looks like.
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
         let mut src = self.bytes(offset, self.len - offset)?;
-        let (mut kept, mut bad) = (0, Vec::new());
+        let mut kept = 0;
         let (_, pending) = frame_lines(&mut src, |line| {
-            let at = bad.len();
-            check(&mut self.interned, &mut self.scratch, line, 0, &mut bad)?;
-            match bad.get(at) {
-                Some((_, why)) => self.lose(offset, self.len, Some(1), why.clone()),
-                None => {
-                    out.write_all(line)?;
-                    out.write_all(b"\n")?;
-                    self.keep(1);
-                    kept += 1;
+            let written = match self.readers.verdict(line)? {
+                Verdict::Lose(why) => {
+                    self.lose(offset, self.len, Some(1), why);
+                    return Ok(());
                 }
-            }
+                Verdict::Keep => out.write_all(line),
+                Verdict::Alone(bytes) => out.write_all(&bytes),
+            };
+            written?;
+            out.write_all(b"\n")?;
+            self.keep(1);
+            kept += 1;
             Ok(())
         })?;
         out.flush_frame()?;
@@ -331,26 +434,6 @@ impl Salvager<'_> {
         f.seek(SeekFrom::Start(at))?;
         Ok(f.take(len))
     }
-}
-
-/// Reads `line` (line `k` of its frame) if it is interned, keeping what it defines; one that
-/// cannot be rebuilt is added to `bad`.
-fn check(
-    interned: &mut intern::Reader,
-    scratch: &mut Vec<u8>,
-    line: &[u8],
-    k: u64,
-    bad: &mut Unreadable,
-) -> io::Result<()> {
-    if !intern::is_interned(line) {
-        return Ok(());
-    }
-    match interned.read(line, scratch) {
-        Ok(()) => {}
-        Err(intern::Error::Io(e)) => return Err(e),
-        Err(e) => bad.push((k, format!("the line cannot be read back: {e}"))),
-    }
-    Ok(())
 }
 
 /// The offset of the next zstd frame at or after `from` that decodes whole. Scans in

@@ -778,3 +778,49 @@ fn a_range_read_is_not_stopped_by_damage_only_a_line_past_it_needs() {
         .assert()
         .code(1);
 }
+
+#[test]
+fn repair_rebuilds_a_line_that_needs_what_only_a_dropped_line_defined() {
+    // Line 2 refers to a blob the damaged first frame defines, so it is lost; it also
+    // defines a value of its own that the lines after it refer to. A reader that skips it
+    // keeps that value, and so must the repaired file: the lines that need it are written
+    // to stand alone.
+    let (blob, own) = ("p".repeat(1500), "q".repeat(1200));
+    let mut log = format!("{{\"seq\":0,\"p\":\"{blob}\"}}\n");
+    log.push_str(&format!("{{\"seq\":1,\"t\":\"{}\"}}\n", unique(1, 1500)));
+    log.push_str(&format!("{{\"seq\":2,\"p\":\"{blob}\",\"q\":\"{own}\"}}\n"));
+    for k in 3..12 {
+        log.push_str(&format!(
+            "{{\"seq\":{k},\"q\":\"{own}\",\"t\":\"{}\"}}\n",
+            unique(k, 900)
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
+    let mut z = std::fs::read(&packed).unwrap();
+    let e = common::index_of(&z).0.entries[0];
+    assert_eq!(e.lines, 1);
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.path().join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
+    let all = lines(log.as_bytes());
+    let want: Vec<u8> = [&all[1..2], &all[3..]].concat().concat();
+    assert!(skipped == want, "{}", String::from_utf8_lossy(&skipped));
+    let fixed = dir.path().join("fixed.zst");
+    sess()
+        .arg("repair")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&fixed)
+        .assert()
+        .success();
+    assert!(stdout_ok(sess().arg("cat").arg(&fixed)) == want);
+    // Only the gap in seq that line 2 left (the file now begins at seq 1).
+    let out = sess().arg("verify").arg(&fixed).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.ends_with("1 problem(s)\n") && report.contains("seq 3 where 2 was expected"),
+        "{report}"
+    );
+}
