@@ -1177,6 +1177,9 @@ impl<W: Framed> InternWriter<W> {
         } else {
             self.inner.write_all(&self.pending)?;
         }
+        // It refers to nothing.
+        let frame = self.inner.last_line_frame();
+        self.inner.needs(frame, frame);
         Ok(self.inner)
     }
 }

@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use crate::frames::decode::{self, LineStats, Outcome};
-use crate::frames::index::Index;
+use crate::frames::index::{Entry, Index};
 use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
 use crate::frames::writer::{FrameMeta, FrameWriter};
 use crate::intern;
@@ -81,10 +81,10 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         Some(Ok((index, _))) => Some(index),
         _ => None,
     };
-    let old_lines = |offset: u64| {
-        old.as_ref()
-            .and_then(|i| i.entries.iter().find(|e| e.offset == offset))
-            .map(|e| u64::from(e.lines))
+    let listed = |offset: u64| {
+        let entries = &old.as_ref()?.entries;
+        let k = entries.binary_search_by_key(&offset, |e| e.offset).ok()?;
+        Some(entries[k])
     };
     let mut s = Salvager {
         f,
@@ -93,13 +93,14 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         line: 0,
         readers: Readers::default(),
         spill: None,
+        untouched: true,
     };
     let mut at = 0;
     while at < len {
         at = match walk::frame_at(s.f, at, len)? {
             Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => at + span.len,
             Ok(span) => {
-                s.frame(&span, old_lines(at), out)?;
+                s.frame(&span, listed(at), out)?;
                 at + span.len
             }
             Err(End::Torn { offset }) => {
@@ -127,6 +128,9 @@ struct Salvager<'f> {
     /// The lines of the frame being planned that are written to stand alone, in order,
     /// each after its length (u64, little-endian), until the frame is written again.
     spill: Option<File>,
+    /// Whether every frame so far was copied as it was: their places in the output are
+    /// their places in the input, and what the old index says they need still holds.
+    untouched: bool,
 }
 
 /// The lines of a frame (by index) not written as they are stored: lost (why), or (`None`)
@@ -211,6 +215,7 @@ fn frame_lines<R: Read + ?Sized>(
 
 impl Salvager<'_> {
     fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
+        self.untouched = false;
         self.report.losses.push(Loss {
             from,
             to,
@@ -231,7 +236,7 @@ impl Salvager<'_> {
     fn frame<W: Write>(
         &mut self,
         span: &Span,
-        old_lines: Option<u64>,
+        listed: Option<Entry>,
         out: &mut FrameWriter<W>,
     ) -> io::Result<()> {
         let mut stats = LineStats::default();
@@ -249,7 +254,7 @@ impl Salvager<'_> {
             self.lose(
                 span.offset,
                 to,
-                old_lines,
+                listed.map(|e| u64::from(e.lines)),
                 format!("the frame does not decode: {why}"),
             );
             return Ok(());
@@ -261,6 +266,7 @@ impl Salvager<'_> {
         let last = partial && self.is_last_data_frame(span.offset + span.len)?;
         let plan = self.plan(span, last)?;
         if last || !plan.is_empty() {
+            self.untouched = false;
             return self.rewrite(span, &plan, last, out);
         }
         let meta = FrameMeta {
@@ -270,6 +276,13 @@ impl Salvager<'_> {
         };
         out.copy_frame(&mut self.bytes(span.offset, span.len)?, span.len, meta)?;
         self.keep(meta.lines);
+        // Before any loss or change, the frames it needs are as they were.
+        if self.untouched
+            && let Some(needs) = listed.and_then(|e| e.needs)
+        {
+            let k = out.frames_written() as u64 - 1;
+            out.needs(k, k.saturating_sub(u64::from(needs)));
+        }
         Ok(())
     }
 

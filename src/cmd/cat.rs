@@ -201,7 +201,7 @@ struct Defs {
     from: usize,
     next: usize,
     /// Whether priming guesses how far back to begin: the index does not say (one of
-    /// version 1, or of frames `repair` copied), or said too little.
+    /// version 1, or of frames `repair` wrote after a loss), or said too little.
     guessing: bool,
     /// How many frames before the one read a guess begins: a ref names a definition at
     /// most 8 frames back, but a definition may itself be rebuilt from older ones (a

@@ -44,7 +44,7 @@ pub struct Entry {
     /// How many frames before this one a reader must begin at for every interned line of
     /// it to be rebuilt (the frames holding the definitions its lines refer to, and those
     /// their own definitions need in turn); 0 when it needs none. `None` when the writer
-    /// did not say (an index of version 1, or frames copied by `repair`).
+    /// did not say (an index of version 1, or frames `repair` wrote after a loss).
     pub needs: Option<u32>,
 }
 

@@ -209,8 +209,8 @@ pub struct FrameWriter<W: Write> {
     /// What [`FrameWriter::offer_same`] offered.
     same: Option<Vec<u8>>,
     /// For each frame, the first frame its lines need ([`FrameWriter::needs`]); `None`
-    /// when no writer above says (the index then does not know).
-    earliest: Option<Vec<u64>>,
+    /// when no writer above said (the index then does not know).
+    earliest: Vec<Option<u64>>,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -230,7 +230,7 @@ impl<W: Write> FrameWriter<W> {
             zbuf: Vec::new(),
             ledger: Ledger::default(),
             same: None,
-            earliest: None,
+            earliest: Vec::new(),
         })
     }
 
@@ -300,15 +300,15 @@ impl<W: Write> FrameWriter<W> {
 
     /// A line written into `frame` needs the lines of frames `earliest..frame` to be
     /// rebuilt (the definitions its refs name, and theirs in turn), for the index to say
-    /// ([`Entry::needs`]). A writer above that says it of one line says it of every line;
-    /// a frame it says nothing of needs no frame before it.
+    /// ([`Entry::needs`]). A writer above says it of every line; the index does not know
+    /// what a frame needs when it was said of none of its lines.
     pub fn needs(&mut self, frame: u64, earliest: u64) {
-        let all = self.earliest.get_or_insert_with(Vec::new);
         let k = frame as usize;
-        while all.len() <= k {
-            all.push(all.len() as u64);
+        if self.earliest.len() <= k {
+            self.earliest.resize(k + 1, None);
         }
-        all[k] = all[k].min(earliest);
+        let first = &mut self.earliest[k];
+        *first = Some(first.unwrap_or(frame).min(earliest));
     }
 
     /// Writes what is pending (a last line without newline included) and the index.
@@ -323,11 +323,9 @@ impl<W: Write> FrameWriter<W> {
             self.emit(n)?;
         }
         self.drain()?;
-        if let Some(all) = &self.earliest {
-            for (k, e) in self.ledger.index.entries.iter_mut().enumerate() {
-                let first = all.get(k).map_or(k, |&f| f as usize);
-                e.needs = Some((k - first.min(k)) as u32);
-            }
+        for (k, e) in self.ledger.index.entries.iter_mut().enumerate() {
+            let first = self.earliest.get(k).copied().flatten();
+            e.needs = first.map(|f| (k - (f as usize).min(k)) as u32);
         }
         // One frame needs no index: there is nothing to seek, and its 72 bytes were most of
         // what a small log packed larger than `zstd -3`.
