@@ -857,3 +857,19 @@ fn repair_rebuilds_a_line_that_needs_what_only_a_dropped_line_defined() {
         "{report}"
     );
 }
+
+#[test]
+fn a_range_that_ends_before_a_damaged_frame_reads_without_it() {
+    // The index says the damaged frame begins past the range: it is not read.
+    let dir = tempfile::tempdir().unwrap();
+    let log = blob_log();
+    let (bad, e) = frame_of_line_damaged(dir.path(), &log, 2048, 300);
+    let first = e.first_seq.unwrap() as usize;
+    reads_as_the_log(&bad, &log, &[], (first - 20, first - 1));
+    let through = format!("{}..{}", first - 1, first);
+    sess()
+        .args(["cat", "--seq", &through])
+        .arg(&bad)
+        .assert()
+        .code(1);
+}

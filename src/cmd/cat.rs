@@ -416,8 +416,16 @@ fn tail_frames(file: &mut Seekable, n: usize, select: &Select, sink: &mut Sink) 
 /// The events in a seq range, starting at the last frame that begins at or before it.
 fn seq_frames(file: &mut Seekable, select: &Select, sink: &mut Sink) -> Result<()> {
     let from = select.seq.map_or(0, |r| r.start as i64);
+    let to = select.seq.and_then(|r| r.end).map(|e| e as i64);
     let mut defs = Defs::default();
     for k in file.first_frame_for_seq(from)..file.frames().len() {
+        // A frame that begins past the range is not read (seq only rises): a damaged one
+        // there does not fail a range that ended before it.
+        if let (Some(to), Some(first)) = (to, file.frames()[k].first_seq)
+            && first > to
+        {
+            break;
+        }
         let end = frame_events(file, k, select, &mut defs, true, &mut |bytes| {
             write_line(sink, bytes)
         })?;
