@@ -81,10 +81,18 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         Some(Ok((index, _))) => Some(index),
         _ => None,
     };
-    let listed = |offset: u64| {
-        let entries = &old.as_ref()?.entries;
-        let k = entries.binary_search_by_key(&offset, |e| e.offset).ok()?;
-        Some(entries[k])
+    let entries = old.map(|i| i.entries).unwrap_or_default();
+    let at_entry = |offset: u64| entries.binary_search_by_key(&offset, |e| e.offset).ok();
+    let listed = |offset: u64| at_entry(offset).map(|k| entries[k]);
+    // The lines of the frames the old index lists from `from` to `to`, when both are
+    // where it puts a frame (or `to` where its last frame ends).
+    let lines_between = |from: u64, to: u64| {
+        let end = entries.last().map(|e| e.offset + u64::from(e.compressed));
+        let upto = at_entry(to).or((Some(to) == end).then_some(entries.len()))?;
+        let lines = entries[at_entry(from)?..upto]
+            .iter()
+            .map(|e| u64::from(e.lines));
+        Some(lines.sum())
     };
     let mut s = Salvager {
         f,
@@ -99,14 +107,31 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
     while at < len {
         at = match walk::frame_at(s.f, at, len)? {
             Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => at + span.len,
-            Ok(span) => {
-                s.frame(&span, listed(at), out)?;
-                at + span.len
-            }
-            Err(End::Torn { offset }) => {
-                s.torn(offset, out)?;
-                len
-            }
+            Ok(span) => match s.frame(&span, listed(at), out)? {
+                Some(why) => {
+                    // Its blocks' headers may be what is damaged, and the length they add
+                    // up to wrong: the next good frame is searched for from its second
+                    // byte, as readers do.
+                    let next = next_good_frame(s.f, at + 1, len)?.unwrap_or(len);
+                    let lines = lines_between(at, next);
+                    s.lose(at, next, lines, format!("the frame does not decode: {why}"));
+                    next
+                }
+                None => at + span.len,
+            },
+            // A frame that runs past the end with a good frame after it is damaged, not
+            // torn.
+            Err(End::Torn { offset }) => match next_good_frame(s.f, offset + 1, len)? {
+                Some(next) => {
+                    let why = "the frame does not decode: its blocks run past the end".into();
+                    s.lose(offset, next, lines_between(offset, next), why);
+                    next
+                }
+                None => {
+                    s.torn(offset, out)?;
+                    len
+                }
+            },
             Err(End::Garbage { offset, why }) => {
                 let next = next_good_frame(s.f, offset + 1, len)?.unwrap_or(len);
                 s.lose(offset, next, None, why);
@@ -231,14 +256,14 @@ impl Salvager<'_> {
         self.line += lines;
     }
 
-    /// A whole zstd frame: copied if it decodes (re-encoded if it ends inside a line),
-    /// reported lost if it does not.
+    /// A whole zstd frame: copied if it decodes (re-encoded if it ends inside a line);
+    /// why not, when it does not (its caller reports the loss).
     fn frame<W: Write>(
         &mut self,
         span: &Span,
         listed: Option<Entry>,
         out: &mut FrameWriter<W>,
-    ) -> io::Result<()> {
+    ) -> io::Result<Option<String>> {
         let mut stats = LineStats::default();
         let outcome = decode::frame(&mut self.bytes(span.offset, span.len)?, |b| {
             stats.add(b);
@@ -249,15 +274,8 @@ impl Salvager<'_> {
             Outcome::Damaged(why) => Some(why),
             Outcome::Cut => Some("the frame ends early".to_string()),
         };
-        if let Some(why) = why {
-            let to = span.offset + span.len;
-            self.lose(
-                span.offset,
-                to,
-                listed.map(|e| u64::from(e.lines)),
-                format!("the frame does not decode: {why}"),
-            );
-            return Ok(());
+        if why.is_some() {
+            return Ok(why);
         }
         self.report.frames_kept += 1;
         self.report.unchecked_frames +=
@@ -267,7 +285,7 @@ impl Salvager<'_> {
         let plan = self.plan(span, last)?;
         if last || !plan.is_empty() {
             self.untouched = false;
-            return self.rewrite(span, &plan, last, out);
+            return self.rewrite(span, &plan, last, out).map(|()| None);
         }
         let meta = FrameMeta {
             uncompressed: stats.bytes,
@@ -283,7 +301,7 @@ impl Salvager<'_> {
             let k = out.frames_written() as u64 - 1;
             out.needs(k, k.saturating_sub(u64::from(needs)));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Reads the interned lines of a frame that decodes as readers of the input and of the

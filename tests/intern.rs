@@ -873,3 +873,35 @@ fn a_range_that_ends_before_a_damaged_frame_reads_without_it() {
         .assert()
         .code(1);
 }
+
+#[test]
+fn repair_finds_the_frame_after_damaged_block_headers_as_readers_do() {
+    // A flip in a frame's header or first block header can make the walk of its blocks
+    // run too long or past the end: the next good frame is searched for instead.
+    let dir = tempfile::tempdir().unwrap();
+    let log = blob_log();
+    let packed = pack_small_frames(dir.path(), &log, 2048);
+    let z = std::fs::read(&packed).unwrap();
+    let e = common::index_of(&z).0.entries[5];
+    let (bad, fixed) = (dir.path().join("bad.zst"), dir.path().join("fixed.zst"));
+    for byte in 5..13 {
+        for bit in [0, 1, 4] {
+            let mut b = z.clone();
+            b[e.offset as usize + byte] ^= 1 << bit;
+            std::fs::write(&bad, &b).unwrap();
+            let skipped = sess()
+                .args(["cat", "--recovery", "skip-corrupt"])
+                .arg(&bad)
+                .output()
+                .unwrap();
+            sess()
+                .args(["repair", "-f", "-o"])
+                .arg(&fixed)
+                .arg(&bad)
+                .assert()
+                .success();
+            let got = stdout_ok(sess().arg("cat").arg(&fixed));
+            assert!(got == skipped.stdout, "byte {byte} bit {bit}");
+        }
+    }
+}
