@@ -431,6 +431,13 @@ impl Salvager<'_> {
     /// to (those that can be read back). Its last, partial line is cut by the tear, so it is
     /// lost whatever it looks like.
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
+        // Damage before the tear: nothing of it can be trusted (readers drop it all).
+        let (outcome, _) = frame_lines(&mut self.bytes(offset, self.len - offset)?, |_| Ok(()))?;
+        if let Outcome::Damaged(why) = outcome {
+            let why = format!("a torn final frame that does not decode: {why}");
+            self.lose(offset, self.len, None, why);
+            return Ok(());
+        }
         let mut src = self.bytes(offset, self.len - offset)?;
         let mut kept = 0;
         let (_, pending) = frame_lines(&mut src, |line| {

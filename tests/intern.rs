@@ -905,3 +905,49 @@ fn repair_finds_the_frame_after_damaged_block_headers_as_readers_do() {
         }
     }
 }
+
+#[test]
+fn repair_keeps_nothing_of_a_torn_final_frame_that_is_damaged_before_the_tear() {
+    // Readers drop a torn frame whose bytes do not decode before the tear: what was
+    // decoded before the damage cannot be trusted (no checksum comes to vouch for it).
+    let dir = tempfile::tempdir().unwrap();
+    // Several blocks of 128 KiB, in one frame.
+    let log: String = (0..5000)
+        .map(|k| format!("{{\"seq\":{k},\"t\":\"{}\"}}\n", unique(k, 200)))
+        .collect();
+    let plain = dir.path().join("log.jsonl");
+    std::fs::write(&plain, &log).unwrap();
+    let z = stdout_ok(sess().arg("pack").arg(&plain));
+    let (bad, fixed) = (dir.path().join("bad.zst"), dir.path().join("fixed.zst"));
+    let mut detected = 0;
+    for at in (z.len() / 2..z.len() - 2000).step_by(z.len() / 17) {
+        let mut b = z[..z.len() - 1000].to_vec();
+        b[at..at + 64].fill(0);
+        std::fs::write(&bad, &b).unwrap();
+        let skipped = sess()
+            .args(["cat", "--recovery", "skip-corrupt"])
+            .arg(&bad)
+            .output()
+            .unwrap();
+        if !String::from_utf8_lossy(&skipped.stderr).contains("damaged tail") {
+            continue;
+        }
+        detected += 1;
+        assert!(skipped.stdout.is_empty());
+        let _ = std::fs::remove_file(&fixed);
+        let out = sess()
+            .args(["repair", "-o"])
+            .arg(&fixed)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!fixed.exists());
+    }
+    assert!(detected > 0, "no damage was detected before the tear");
+}
