@@ -121,6 +121,11 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
             },
             // A frame that runs past the end with a good frame after it is damaged, not
             // torn.
+            Err(End::Torn { offset }) if s.is_skippable_at(offset)? => {
+                let why = "a torn index (a new one is written)".to_string();
+                s.lose(offset, len, Some(0), why);
+                len
+            }
             Err(End::Torn { offset }) => match next_good_frame(s.f, offset + 1, len)? {
                 Some(next) => {
                     let why = "the frame does not decode: its blocks run past the end".into();
@@ -420,11 +425,21 @@ impl Salvager<'_> {
         while from < self.len {
             match walk::frame_at(self.f, from, self.len)? {
                 Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => from += span.len,
-                Ok(_) | Err(End::Torn { .. }) => return Ok(false),
+                // A torn index (a cut inside it) holds no lines.
+                Err(End::Torn { .. }) => return Ok(self.is_skippable_at(from)?),
+                Ok(_) => return Ok(false),
                 Err(_) => return Ok(true),
             }
         }
         Ok(true)
+    }
+
+    /// Whether a skippable frame (a sess index) begins at `at`.
+    fn is_skippable_at(&mut self, at: u64) -> io::Result<bool> {
+        let mut magic = [0u8; 4];
+        let mut src = self.bytes(at, 4)?;
+        let n = crate::io::read::read_full(&mut src, &mut magic)?;
+        Ok(n == 4 && walk::is_skippable(u32::from_le_bytes(magic)))
     }
 
     /// The file ends inside the frame at `offset`: keep the complete lines its bytes decode

@@ -951,3 +951,33 @@ fn repair_keeps_nothing_of_a_torn_final_frame_that_is_damaged_before_the_tear() 
     }
     assert!(detected > 0, "no damage was detected before the tear");
 }
+
+#[test]
+fn repair_of_a_file_cut_inside_its_index_applies_the_last_line_rule() {
+    // The last frame is whole and the cut is in the index after it: the frame is still
+    // the last one, so its last line, without a newline, gets one (whole JSON) or is
+    // dropped (torn), as the rule says.
+    let dir = tempfile::tempdir().unwrap();
+    let whole = blob_log();
+    let whole = &whole[..whole.len() - 1];
+    for (log, lines_left) in [
+        (whole.to_vec(), 600),
+        ([whole, b"\n{\"part\":"].concat(), 600),
+    ] {
+        let packed = pack_small_frames(dir.path(), &log, 2048);
+        let z = std::fs::read(&packed).unwrap();
+        let bad = dir.path().join("bad.zst");
+        std::fs::write(&bad, &z[..z.len() - 20]).unwrap();
+        let fixed = dir.path().join("fixed.zst");
+        sess()
+            .args(["repair", "-f", "-o"])
+            .arg(&fixed)
+            .arg(&bad)
+            .assert()
+            .success();
+        sess().arg("verify").arg(&fixed).assert().success();
+        let back = zstd::decode_all(&std::fs::read(&fixed).unwrap()[..]).unwrap();
+        assert!(back.ends_with(b"\n") && lines(&back).len() == lines_left);
+        std::fs::remove_file(&packed).unwrap();
+    }
+}
