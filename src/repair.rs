@@ -426,7 +426,7 @@ impl Salvager<'_> {
             match walk::frame_at(self.f, from, self.len)? {
                 Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => from += span.len,
                 // A torn index (a cut inside it) holds no lines.
-                Err(End::Torn { .. }) => return Ok(self.is_skippable_at(from)?),
+                Err(End::Torn { .. }) => return self.is_skippable_at(from),
                 Ok(_) => return Ok(false),
                 Err(_) => return Ok(true),
             }
