@@ -522,6 +522,9 @@ fn next_good_frame(f: &mut File, from: u64, len: u64) -> io::Result<Option<u64>>
 /// value, a last one without a newline getting one.
 pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<RepairReport> {
     let mut report = RepairReport::default();
+    // Interned lines (`sess pack --plain --intern-min`): as in frames, a line that needs
+    // what only a dropped line defined is written to stand alone.
+    let mut readers = Readers::default();
     let mut lines = LineReader::new(input);
     while let Some(line) = lines.next_line()? {
         let why = match line.ending {
@@ -530,23 +533,40 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
                 .err()
                 .map(|e| format!("invalid JSON at column {}: {e}", e.offset + 1)),
         };
-        let Some(why) = why else {
-            out.write_all(line.bytes)?;
-            out.write_all(b"\n")?;
-            report.lines_kept += 1;
-            if line.ending == Ending::Unterminated {
-                report.newline_added = Some(line.number);
+        let verdict = match why {
+            // Readers of the input rebuild it still, and keep what it defines.
+            Some(why) => {
+                if intern::is_interned(line.bytes)
+                    && let Err(intern::Error::Io(e)) =
+                        readers.input.read(line.bytes, &mut readers.rebuilt)
+                {
+                    return Err(e);
+                }
+                Verdict::Lose(why)
             }
-            continue;
+            None => readers.verdict(line.bytes)?,
         };
-        let end = line.offset + line.bytes.len() as u64 + u64::from(line.terminated());
-        report.losses.push(Loss {
-            from: line.offset,
-            to: end,
-            after_line: line.number - 1,
-            lines: Some(1),
-            why,
-        });
+        let written = match verdict {
+            Verdict::Keep => line.bytes,
+            Verdict::Alone(ref bytes) => bytes,
+            Verdict::Lose(why) => {
+                let end = line.offset + line.bytes.len() as u64 + u64::from(line.terminated());
+                report.losses.push(Loss {
+                    from: line.offset,
+                    to: end,
+                    after_line: line.number - 1,
+                    lines: Some(1),
+                    why,
+                });
+                continue;
+            }
+        };
+        out.write_all(written)?;
+        out.write_all(b"\n")?;
+        report.lines_kept += 1;
+        if line.ending == Ending::Unterminated {
+            report.newline_added = Some(line.number);
+        }
     }
     Ok(report)
 }
