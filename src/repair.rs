@@ -119,13 +119,14 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
                 }
                 None => at + span.len,
             },
-            // A frame that runs past the end with a good frame after it is damaged, not
-            // torn.
+            // A cut inside the index: it holds no lines.
             Err(End::Torn { offset }) if s.is_skippable_at(offset)? => {
                 let why = "a torn index (a new one is written)".to_string();
                 s.lose(offset, len, Some(0), why);
                 len
             }
+            // A frame that runs past the end with a good frame after it is damaged, not
+            // torn.
             Err(End::Torn { offset }) => match next_good_frame(s.f, offset + 1, len)? {
                 Some(next) => {
                     let why = "the frame does not decode: its blocks run past the end".into();
