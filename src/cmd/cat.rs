@@ -259,7 +259,13 @@ impl Defs {
                 .lines(j)
                 .with_context(|| format!("{name}: cannot read"))?;
             while let Ok(Some(line)) = lines.next_line() {
-                let _ = input::rebuild(&name, line, &mut self.reader, &mut buf);
+                if !intern::is_interned(line.bytes) || line.is_torn() {
+                    continue;
+                }
+                // Only failing to keep what it defines (the disk) stops priming.
+                if let Err(intern::Error::Io(e)) = self.reader.read(line.bytes, &mut buf) {
+                    return Err(e).with_context(|| format!("{name}: cannot keep interned values"));
+                }
             }
         }
         self.next = k;
