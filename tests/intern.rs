@@ -99,20 +99,34 @@ fn blob_log() -> Vec<u8> {
         .into_bytes()
 }
 
+/// `log` packed into frames of `frame_size` in `dir`, as `bad.zst` with a bit flipped in
+/// the middle of the frame `pick` chooses from the index: its path, the index, and the
+/// frame.
+fn frame_damaged(
+    dir: &std::path::Path,
+    log: &[u8],
+    frame_size: usize,
+    pick: impl FnOnce(&sess::frames::index::Index) -> usize,
+) -> (std::path::PathBuf, sess::frames::index::Index, usize) {
+    let packed = pack_small_frames(dir, log, frame_size);
+    let mut z = std::fs::read(&packed).unwrap();
+    let index = common::index_of(&z).0;
+    let k = pick(&index);
+    let e = index.entries[k];
+    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
+    let bad = dir.join("bad.zst");
+    std::fs::write(&bad, &z).unwrap();
+    (bad, index, k)
+}
+
 /// `log` packed in 2 KiB frames (more than 40), with a bit flipped in the first: its path,
 /// and its index.
 fn first_frame_damaged(
     dir: &std::path::Path,
     log: &[u8],
 ) -> (std::path::PathBuf, sess::frames::index::Index) {
-    let packed = pack_small_frames(dir, log, 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
+    let (bad, index, _) = frame_damaged(dir, log, 2048, |_| 0);
     assert!(index.entries.len() > 40, "{} frames", index.entries.len());
-    let e = index.entries[0];
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
     (bad, index)
 }
 
@@ -283,22 +297,16 @@ fn frame_of_line_damaged(
     frame_size: usize,
     line: u64,
 ) -> (std::path::PathBuf, sess::frames::index::Entry) {
-    let packed = pack_small_frames(dir, log, frame_size);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
-    let mut before = 0;
-    let e = *index
-        .entries
-        .iter()
-        .find(|e| {
+    let holding = |index: &sess::frames::index::Index| {
+        let mut before = 0;
+        let holds = |e: &sess::frames::index::Entry| {
             before += u64::from(e.lines);
             before >= line
-        })
-        .unwrap();
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x04;
-    let bad = dir.join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
-    (bad, e)
+        };
+        index.entries.iter().position(holds).unwrap()
+    };
+    let (bad, index, k) = frame_damaged(dir, log, frame_size, holding);
+    (bad, index.entries[k])
 }
 
 #[test]
@@ -699,14 +707,8 @@ fn a_tail_begins_reading_where_the_index_says_its_definitions_are() {
 /// `log` (a [`chained_log`]) packed in frames of a line each, with a bit flipped in the
 /// first frame.
 fn first_line_s_frame_damaged(dir: &std::path::Path, log: &[u8]) -> std::path::PathBuf {
-    let packed = pack_small_frames(dir, log, 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
+    let (bad, index, _) = frame_damaged(dir, log, 2048, |_| 0);
     assert_eq!(index.entries.len(), lines(log).len(), "a line a frame");
-    let e = index.entries[0];
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
     bad
 }
 
@@ -734,14 +736,9 @@ fn a_tail_of_a_file_whose_index_does_not_say_what_frames_need_still_reads() {
     // know, and a reader guesses, doubling back.
     let dir = tempfile::tempdir().unwrap();
     for log in [growing_log(), chained_log(1), chained_log(2)] {
-        let packed = pack_small_frames(dir.path(), &log, 2048);
-        let mut z = std::fs::read(&packed).unwrap();
-        let old = common::index_of(&z).0;
-        let lost = old.entries.len() / 2;
-        let e = old.entries[lost];
-        z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-        let bad = dir.path().join("bad.zst");
-        std::fs::write(&bad, &z).unwrap();
+        let half = |index: &sess::frames::index::Index| index.entries.len() / 2;
+        let (bad, old, lost) = frame_damaged(dir.path(), &log, 2048, half);
+        let packed = dir.path().join("log.jsonl.zst");
         let repaired = dir.path().join("repaired.zst");
         sess()
             .args(["repair", "-o"])
@@ -785,16 +782,10 @@ fn a_range_read_is_not_stopped_by_damage_only_a_line_past_it_needs() {
     log.push_str(&format!("{{\"seq\":6,\"p\":\"{blob}\"}}\n"));
     log.push_str(&format!("{{\"seq\":7,\"t\":\"{}\"}}\n", unique(7, 1500)));
     let dir = tempfile::tempdir().unwrap();
-    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let index = common::index_of(&z).0;
+    let (bad, index, _) = frame_damaged(dir.path(), log.as_bytes(), 2048, |_| 2);
     let lines_in = |k: usize| index.entries[k].lines;
     assert_eq!((1..5).map(lines_in).collect::<Vec<_>>(), [1, 1, 4, 1]);
     assert_eq!(index.entries[3].needs, Some(3), "{index:?}");
-    let e = index.entries[2];
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.path().join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
     let all = lines(log.as_bytes());
     for (a, b) in [(4, 4), (4, 6), (6, 7)] {
         let got = stdout_ok(
@@ -829,13 +820,8 @@ fn repair_rebuilds_a_line_that_needs_what_only_a_dropped_line_defined() {
         ));
     }
     let dir = tempfile::tempdir().unwrap();
-    let packed = pack_small_frames(dir.path(), log.as_bytes(), 2048);
-    let mut z = std::fs::read(&packed).unwrap();
-    let e = common::index_of(&z).0.entries[0];
-    assert_eq!(e.lines, 1);
-    z[(e.offset + u64::from(e.compressed) / 2) as usize] ^= 0x08;
-    let bad = dir.path().join("bad.zst");
-    std::fs::write(&bad, &z).unwrap();
+    let (bad, index, _) = frame_damaged(dir.path(), log.as_bytes(), 2048, |_| 0);
+    assert_eq!(index.entries[0].lines, 1);
     let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
     let all = lines(log.as_bytes());
     let want: Vec<u8> = [&all[1..2], &all[3..]].concat().concat();
