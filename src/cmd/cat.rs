@@ -228,7 +228,7 @@ impl Defs {
     /// Whether frame `k` can be read with the definitions at hand: they are those of the
     /// frames just before it, from as far back as it needs.
     fn ready_for(&self, file: &Seekable, k: usize) -> bool {
-        self.next == k && (self.guessing || file.first_needed(k..=k).is_none_or(|f| f >= self.from))
+        self.next == k && (self.guessing || file.first_needed(k).is_none_or(|f| f >= self.from))
     }
 
     /// Makes the definitions those of the frames `k` needs, before it: from where the
@@ -238,7 +238,7 @@ impl Defs {
     /// and then priming begins further back, or reading fails naming that line.
     fn prime(&mut self, file: &mut Seekable, k: usize) -> Result<()> {
         self.reader.clear()?;
-        let wanted = match file.first_needed(k..=k) {
+        let wanted = match file.first_needed(k) {
             Some(first) if !self.guessing => first,
             _ => k.saturating_sub(self.back),
         };

@@ -71,12 +71,10 @@ impl Seekable {
             .unwrap_or(0)
     }
 
-    /// The first frame to read from, afresh, for every line of frames `ks` to be rebuilt
-    /// (the frames holding the definitions their interned lines refer to), when the index
-    /// says for each of them.
-    pub fn first_needed(&self, ks: std::ops::RangeInclusive<usize>) -> Option<usize> {
-        ks.map(|k| Some(k - (self.frames[k].needs? as usize).min(k)))
-            .try_fold(usize::MAX, |first, k| Some(first.min(k?)))
+    /// The first frame to read from, afresh, for every line of frame `k` to be rebuilt (the
+    /// frames holding the definitions its interned lines refer to), when the index says.
+    pub fn first_needed(&self, k: usize) -> Option<usize> {
+        Some(k - (self.frames[k].needs? as usize).min(k))
     }
 
     /// The decompressed bytes of frame `k`, released only once its checksum has passed. Any
