@@ -1013,3 +1013,15 @@ fn repair_of_plain_packed_lines_keeps_what_reads_back() {
     assert!(lines(&back) == skipped);
     assert!(lines(&back).len() > 2);
 }
+
+#[test]
+fn a_long_tail_reads_back_from_where_its_definitions_begin_not_from_the_first_frame() {
+    // A tail reaching more than two frames back (but not so far that priming each frame
+    // would read more than reading from the first) primes each frame from where the index
+    // says its definitions begin: past the damaged first frame.
+    let dir = tempfile::tempdir().unwrap();
+    let log = blob_log();
+    let (bad, index) = first_frame_damaged(dir.path(), &log);
+    let last: u32 = index.entries.iter().rev().take(3).map(|e| e.lines).sum();
+    reads_as_the_log(&bad, &log, &[last as usize + 20], (580, 590));
+}

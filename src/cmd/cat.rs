@@ -380,21 +380,31 @@ fn keep_last(kept: &mut VecDeque<Vec<u8>>, n: usize, bytes: &[u8]) {
 }
 
 /// The last `n` selected events, decoding frames from the end until there are enough. The
-/// last two frames, when their interned lines need definitions, are read after the few
-/// frames before them that hold them ([`Defs::prime`]); at a frame before those, the
-/// frames up to it are read once from the start instead (each frame read backwards would
-/// read its own frames before it).
+/// last two frames, and frames the index says what they need of, when their interned
+/// lines need definitions, are read after the frames before them that hold them
+/// ([`Defs::prime`]); at another frame, or once that has read more frames than reading
+/// up to it would, the frames up to it are read once from the start instead.
 fn tail_frames(file: &mut Seekable, n: usize, select: &Select, sink: &mut Sink) -> Result<()> {
     let mut kept: VecDeque<Vec<u8>> = VecDeque::new();
     let mut defs = Defs::default();
     let frames = file.frames().len();
     let mut k = frames;
+    // Frames read so far to prime frames the index says what they need of.
+    let mut primed = 0;
     while k > 0 && kept.len() < n {
         k -= 1;
         // This frame's last n selected events, in order, go before what is kept so far.
         let mut here: VecDeque<Vec<u8>> = VecDeque::new();
         let want = n - kept.len();
-        let prime = frames - k <= 2;
+        // Each frame read backwards reads the frames before it that hold its definitions:
+        // a few, for the last two, or when the index says how many, while all of that costs
+        // less than reading the frames up to it once.
+        let primes = file.first_needed(k).map(|first| k - first);
+        let prime = frames - k <= 2
+            || primes.is_some_and(|n| {
+                primed += n;
+                primed <= k
+            });
         let end = frame_events(file, k, select, &mut defs, prime, &mut |b| {
             keep_last(&mut here, want, b);
             Ok(())
