@@ -120,14 +120,17 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
                 None => at + span.len,
             },
             // A cut inside the index: it holds no lines.
-            Err(End::Torn { offset }) if s.is_skippable_at(offset)? => {
+            Err(End::Torn {
+                offset,
+                skippable: true,
+            }) => {
                 let why = "a torn index (a new one is written)".to_string();
                 s.lose(offset, len, Some(0), why);
                 len
             }
             // A frame that runs past the end with a good frame after it is damaged, not
             // torn.
-            Err(End::Torn { offset }) => match next_good_frame(s.f, offset + 1, len)? {
+            Err(End::Torn { offset, .. }) => match next_good_frame(s.f, offset + 1, len)? {
                 Some(next) => {
                     let why = "the frame does not decode: its blocks run past the end".into();
                     s.lose(offset, next, lines_between(offset, next), why);
@@ -427,20 +430,12 @@ impl Salvager<'_> {
             match walk::frame_at(self.f, from, self.len)? {
                 Ok(span) if matches!(span.kind, Kind::Skippable { .. }) => from += span.len,
                 // A torn index (a cut inside it) holds no lines.
-                Err(End::Torn { .. }) => return self.is_skippable_at(from),
+                Err(End::Torn { skippable, .. }) => return Ok(skippable),
                 Ok(_) => return Ok(false),
                 Err(_) => return Ok(true),
             }
         }
         Ok(true)
-    }
-
-    /// Whether a skippable frame (a sess index) begins at `at`.
-    fn is_skippable_at(&mut self, at: u64) -> io::Result<bool> {
-        let mut magic = [0u8; 4];
-        let mut src = self.bytes(at, 4)?;
-        let n = crate::io::read::read_full(&mut src, &mut magic)?;
-        Ok(n == 4 && walk::is_skippable(u32::from_le_bytes(magic)))
     }
 
     /// The file ends inside the frame at `offset`: keep the complete lines its bytes decode

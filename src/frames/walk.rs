@@ -27,8 +27,9 @@ pub struct Span {
 pub enum End {
     /// Every byte belongs to a frame.
     Clean,
-    /// The file ends inside the frame starting here.
-    Torn { offset: u64 },
+    /// The file ends inside the frame starting here: a skippable frame (sess's index), or a
+    /// data frame.
+    Torn { offset: u64, skippable: bool },
     /// The bytes from here on are not a frame.
     Garbage { offset: u64, why: String },
 }
@@ -37,7 +38,9 @@ impl std::fmt::Display for End {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             End::Clean => f.write_str("every byte belongs to a frame"),
-            End::Torn { offset } => write!(f, "the file ends inside the frame at byte {offset}"),
+            End::Torn { offset, .. } => {
+                write!(f, "the file ends inside the frame at byte {offset}")
+            }
             End::Garbage { offset, why } => {
                 write!(f, "the bytes at {offset} are not a frame ({why})")
             }
@@ -75,7 +78,12 @@ pub fn walk<F: Read + Seek>(f: &mut F, start: u64, len: u64) -> io::Result<(Vec<
 
 /// The frame starting at `at`, or why there is none.
 pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Result<Span, End>> {
-    let torn = Err(End::Torn { offset: at });
+    let torn = |skippable| {
+        Err(End::Torn {
+            offset: at,
+            skippable,
+        })
+    };
     let garbage = |why: &str| {
         Err(End::Garbage {
             offset: at,
@@ -88,21 +96,20 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
     if have < 4 {
         // The start of a magic number is a frame cut short; anything else is not a frame.
         let prefix = &head[..have];
-        if ZSTD_MAGIC.to_le_bytes().starts_with(prefix)
-            || SKIPPABLE_MAGIC.to_le_bytes().starts_with(prefix)
-        {
-            return Ok(torn);
+        let skippable = SKIPPABLE_MAGIC.to_le_bytes().starts_with(prefix);
+        if skippable || ZSTD_MAGIC.to_le_bytes().starts_with(prefix) {
+            return Ok(torn(skippable));
         }
         return Ok(garbage("too few bytes for a frame"));
     }
     let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
     if is_skippable(magic) {
         if have < 8 {
-            return Ok(torn);
+            return Ok(torn(true));
         }
         let size = u64::from(u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")));
         if at + 8 + size > len {
-            return Ok(torn);
+            return Ok(torn(true));
         }
         return Ok(Ok(Span {
             offset: at,
@@ -114,7 +121,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
         return Ok(garbage("no zstd frame magic"));
     }
     if have < 5 {
-        return Ok(torn);
+        return Ok(torn(false));
     }
     let fhd = head[4];
     if fhd & 0x08 != 0 {
@@ -136,7 +143,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
         let mut bh = [0u8; 3];
         f.seek(SeekFrom::Start(pos))?;
         if pos + 3 > len || crate::io::read::read_full(f, &mut bh)? < 3 {
-            return Ok(torn);
+            return Ok(torn(false));
         }
         let h = u32::from(bh[0]) | u32::from(bh[1]) << 8 | u32::from(bh[2]) << 16;
         let last = h & 1 == 1;
@@ -159,7 +166,7 @@ pub fn frame_at<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<Resu
         pos += 4;
     }
     if pos > len {
-        return Ok(torn);
+        return Ok(torn(false));
     }
     Ok(Ok(Span {
         offset: at,
@@ -213,7 +220,25 @@ mod tests {
         for cut in first + 1..file.len() as u64 {
             let (spans, end) = walk(&mut Cursor::new(&file[..cut as usize]), 0, cut).unwrap();
             assert_eq!(spans.len(), 1, "cut {cut}");
-            assert_eq!(end, End::Torn { offset: first }, "cut {cut}");
+            let torn = End::Torn {
+                offset: first,
+                skippable: false,
+            };
+            assert_eq!(end, torn, "cut {cut}");
+        }
+        // Cut inside a skippable frame (an index) after them, anywhere from its magic on.
+        let mut indexed = file.clone();
+        indexed.extend(SKIPPABLE_MAGIC.to_le_bytes());
+        indexed.extend(16u32.to_le_bytes());
+        indexed.extend([7u8; 16]);
+        for cut in file.len() + 1..indexed.len() {
+            let (spans, end) = walk(&mut Cursor::new(&indexed[..cut]), 0, cut as u64).unwrap();
+            assert_eq!(spans.len(), 2, "cut {cut}");
+            let torn = End::Torn {
+                offset: file.len() as u64,
+                skippable: true,
+            };
+            assert_eq!(end, torn, "cut {cut}");
         }
         let mut zeros = file.clone();
         zeros.extend([0u8; 64]);
