@@ -224,6 +224,21 @@ fn damage_to_definitions_loses_the_lines_that_need_them_and_no_line_is_wrong() {
     }
 }
 
+/// `sess repair` of `bad` into `fixed` (replaced if it is there), which must succeed.
+fn repair(bad: &std::path::Path, fixed: &std::path::Path) {
+    sess()
+        .args(["repair", "-f", "-o"])
+        .arg(fixed)
+        .arg(bad)
+        .assert()
+        .success();
+}
+
+/// What `sess cat --recovery skip-corrupt` gives of `bad`.
+fn skip_corrupt(bad: &std::path::Path) -> Vec<u8> {
+    stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(bad))
+}
+
 /// The lines of `log` (numbers, 1-based) that `cat --recovery skip-corrupt` of its damaged
 /// packed copy `bad` does not give back; what it gives is checked to be lines of `log`.
 fn lost_reading_on(bad: &std::path::Path, log: &[u8]) -> Vec<u64> {
@@ -740,12 +755,7 @@ fn a_tail_of_a_file_whose_index_does_not_say_what_frames_need_still_reads() {
         let (bad, old, lost) = frame_damaged(dir.path(), &log, 2048, half);
         let packed = dir.path().join("log.jsonl.zst");
         let repaired = dir.path().join("repaired.zst");
-        sess()
-            .args(["repair", "-o"])
-            .arg(&repaired)
-            .arg(&bad)
-            .assert()
-            .success();
+        repair(&bad, &repaired);
         let index = common::index_of(&std::fs::read(&repaired).unwrap()).0;
         let needs: Vec<Option<u32>> = index.entries.iter().map(|e| e.needs).collect();
         let kept: Vec<Option<u32>> = old.entries[..lost].iter().map(|e| e.needs).collect();
@@ -822,18 +832,12 @@ fn repair_rebuilds_a_line_that_needs_what_only_a_dropped_line_defined() {
     let dir = tempfile::tempdir().unwrap();
     let (bad, index, _) = frame_damaged(dir.path(), log.as_bytes(), 2048, |_| 0);
     assert_eq!(index.entries[0].lines, 1);
-    let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
+    let skipped = skip_corrupt(&bad);
     let all = lines(log.as_bytes());
     let want: Vec<u8> = [&all[1..2], &all[3..]].concat().concat();
     assert!(skipped == want, "{}", String::from_utf8_lossy(&skipped));
     let fixed = dir.path().join("fixed.zst");
-    sess()
-        .arg("repair")
-        .arg(&bad)
-        .arg("-o")
-        .arg(&fixed)
-        .assert()
-        .success();
+    repair(&bad, &fixed);
     assert!(stdout_ok(sess().arg("cat").arg(&fixed)) == want);
     // Only the gap in seq that line 2 left (the file now begins at seq 1).
     let out = sess().arg("verify").arg(&fixed).output().unwrap();
@@ -880,12 +884,7 @@ fn repair_finds_the_frame_after_damaged_block_headers_as_readers_do() {
                 .arg(&bad)
                 .output()
                 .unwrap();
-            sess()
-                .args(["repair", "-f", "-o"])
-                .arg(&fixed)
-                .arg(&bad)
-                .assert()
-                .success();
+            repair(&bad, &fixed);
             let got = stdout_ok(sess().arg("cat").arg(&fixed));
             assert!(got == skipped.stdout, "byte {byte} bit {bit}");
         }
@@ -955,12 +954,7 @@ fn repair_of_a_file_cut_inside_its_index_applies_the_last_line_rule() {
         let bad = dir.path().join("bad.zst");
         std::fs::write(&bad, &z[..z.len() - 20]).unwrap();
         let fixed = dir.path().join("fixed.zst");
-        sess()
-            .args(["repair", "-f", "-o"])
-            .arg(&fixed)
-            .arg(&bad)
-            .assert()
-            .success();
+        repair(&bad, &fixed);
         sess().arg("verify").arg(&fixed).assert().success();
         let back = zstd::decode_all(&std::fs::read(&fixed).unwrap()[..]).unwrap();
         assert!(back.ends_with(b"\n") && lines(&back).len() == lines_left);
@@ -998,13 +992,8 @@ fn repair_of_plain_packed_lines_keeps_what_reads_back() {
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, stored.concat()).unwrap();
     let fixed = dir.path().join("fixed.jsonl");
-    sess()
-        .args(["repair", "-o"])
-        .arg(&fixed)
-        .arg(&bad)
-        .assert()
-        .success();
-    let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
+    repair(&bad, &fixed);
+    let skipped = skip_corrupt(&bad);
     let back = stdout_ok(sess().arg("cat").arg(&fixed));
     // skip-corrupt keeps the damaged line as it rebuilds it (a plain log keeps what is
     // not JSON); repair drops it.
