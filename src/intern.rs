@@ -373,11 +373,7 @@ impl Reader {
             )));
         }
         for &[at, len, id] in &header.defs {
-            let range = at
-                .checked_add(len)
-                .map(|end| at..end)
-                .filter(|r| r.end <= rebuilt)
-                .ok_or_else(|| Error::Malformed(format!("a def at {at}+{len} past the line")))?;
+            let range = def_range(at, len, rebuilt)?;
             if holes
                 .iter()
                 .any(|h| h.start < range.end && range.start < h.end)
@@ -433,6 +429,14 @@ impl Reader {
         }
         Ok(())
     }
+}
+
+/// The bytes a def `[AT,LEN,ID]` names in a rebuilt line of `line_len` bytes.
+fn def_range(at: u64, len: u64, line_len: u64) -> Result<std::ops::Range<u64>, Error> {
+    at.checked_add(len)
+        .map(|end| at..end)
+        .filter(|r| r.end <= line_len)
+        .ok_or_else(|| Error::Malformed(format!("a def at {at}+{len} past the line")))
 }
 
 /// The header and the stored line of an interned line.
@@ -1046,16 +1050,14 @@ impl Found {
 /// defined).
 pub fn standalone(line: &[u8], rebuilt: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
     let (header, _) = split(line)?;
-    let outside = || Error::Malformed("a definition lies outside the line".into());
     let defs = header
         .defs
         .iter()
         .map(|&[at, len, id]| {
-            let end = at.checked_add(len).filter(|&e| e <= rebuilt.len() as u64);
-            let end = end.ok_or_else(outside)?;
+            let range = def_range(at, len, rebuilt.len() as u64)?;
             Ok(Found {
-                start: at as usize,
-                end: end as usize,
+                start: range.start as usize,
+                end: range.end as usize,
                 id,
                 prefix: false,
             })
