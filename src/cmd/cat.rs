@@ -207,8 +207,8 @@ struct Defs {
     /// most 8 frames back, but a definition may itself be rebuilt from older ones (a
     /// history's `[0` refs chain), so it doubles when a line needs more.
     back: usize,
-    /// The frame priming was last for, and where it began.
-    last: Option<(usize, usize)>,
+    /// The frame priming was last for (it began at `from`).
+    primed_for: Option<usize>,
 }
 
 impl Default for Defs {
@@ -219,7 +219,7 @@ impl Default for Defs {
             next: 0,
             guessing: false,
             back: 9,
-            last: None,
+            primed_for: None,
         }
     }
 }
@@ -245,13 +245,13 @@ impl Defs {
         // Priming again for a later frame of a range read on, which needs more: at least
         // twice as far back as the last time, so that frames whose needs each reach a
         // little further cost a few primes, not one each.
-        self.from = match self.last {
-            Some((at, from)) if at < k && wanted < from => {
-                wanted.min(k.saturating_sub(2 * (k - from)))
+        self.from = match self.primed_for {
+            Some(at) if at < k && wanted < self.from => {
+                wanted.min(k.saturating_sub(2 * (k - self.from)))
             }
             _ => wanted,
         };
-        self.last = Some((k, self.from));
+        self.primed_for = Some(k);
         let name = file.name().to_string();
         let mut buf = Vec::new();
         for j in self.from..k {
