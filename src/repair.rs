@@ -21,6 +21,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use crate::frames::decode::{self, LineStats, Outcome};
 use crate::frames::index::{Entry, Index};
+use crate::frames::reader::is_cut_end;
 use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
 use crate::frames::writer::{FrameMeta, FrameWriter};
 use crate::intern;
@@ -102,6 +103,8 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
         readers: Readers::default(),
         spill: None,
         untouched: true,
+        carry: Vec::new(),
+        cut: None,
     };
     let mut at = 0;
     while at < len {
@@ -114,7 +117,7 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
                     // byte, as readers do.
                     let next = next_good_frame(s.f, at + 1, len)?.unwrap_or(len);
                     let lines = lines_between(at, next);
-                    s.lose(at, next, lines, format!("the frame does not decode: {why}"));
+                    s.lose_bytes(at, next, lines, format!("the frame does not decode: {why}"));
                     next
                 }
                 None => at + span.len,
@@ -133,7 +136,7 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
             Err(End::Torn { offset, .. }) => match next_good_frame(s.f, offset + 1, len)? {
                 Some(next) => {
                     let why = "the frame does not decode: its blocks run past the end".into();
-                    s.lose(offset, next, lines_between(offset, next), why);
+                    s.lose_bytes(offset, next, lines_between(offset, next), why);
                     next
                 }
                 None => {
@@ -143,11 +146,15 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
             },
             Err(End::Garbage { offset, why }) => {
                 let next = next_good_frame(s.f, offset + 1, len)?.unwrap_or(len);
-                s.lose(offset, next, None, why);
+                s.lose_bytes(offset, next, None, why);
                 next
             }
             Err(End::Clean) => unreachable!("frame_at never reports a clean end"),
         };
+    }
+    if !s.carry.is_empty() {
+        s.carry.clear();
+        s.lose(len, len, Some(1), "a line whose end is missing".to_string());
     }
     Ok(s.report)
 }
@@ -165,11 +172,27 @@ struct Salvager<'f> {
     /// Whether every frame so far was copied as it was: their places in the output are
     /// their places in the input, and what the old index says they need still holds.
     untouched: bool,
+    /// The first bytes of a line the last frame ended inside (sess never cuts a line, pzstd
+    /// and concatenated files may). Its readers must see it whole, so it is read and
+    /// written with its end, from the next frame.
+    carry: Vec<u8>,
+    /// The next line read begins after lost bytes, which may have cut it: the lines its
+    /// loss counts for (0 when the line it ends was counted with the bytes) if it is not a
+    /// JSON value, the end of a cut line.
+    cut: Option<u64>,
 }
 
-/// The lines of a frame (by index) not written as they are stored: lost (why), or (`None`)
-/// written to stand alone, their bytes in the spill.
-type Plan = Vec<(u64, Option<String>)>;
+const CUT_END: &str = "the end of a line that lost bytes before it cut";
+
+/// The lines of a frame (by index) not written as they are stored.
+type Plan = Vec<(u64, Fate)>;
+
+enum Fate {
+    /// Lost, why, counting for this many lines of the original.
+    Lost(String, u64),
+    /// Written to stand alone, its bytes in the spill.
+    Alone,
+}
 
 /// What a line of the input becomes.
 enum Verdict {
@@ -224,12 +247,13 @@ impl Readers {
 }
 
 /// Decodes the one frame at the start of `src`, calling `f` with each complete line (without
-/// its newline); returns how decoding ended and the bytes after the last newline.
+/// its newline), the first one after `line`, the bytes of it an earlier frame held; returns
+/// how decoding ended and the bytes after the last newline.
 fn frame_lines<R: Read + ?Sized>(
     src: &mut R,
+    mut line: Vec<u8>,
     mut f: impl FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<(Outcome, Vec<u8>)> {
-    let mut line = Vec::new();
     let outcome = decode::frame(src, |b| {
         for piece in b.split_inclusive(|&c| c == b'\n') {
             match piece.strip_suffix(b"\n") {
@@ -248,6 +272,14 @@ fn frame_lines<R: Read + ?Sized>(
 }
 
 impl Salvager<'_> {
+    /// Bytes from `from` to `to` are lost, and `lines` lines (when known) with them. A line
+    /// begun before them is cut, and so may be the one they end inside.
+    fn lose_bytes(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
+        let carried = !std::mem::take(&mut self.carry).is_empty();
+        self.cut = Some(u64::from(!carried));
+        self.lose(from, to, lines.map(|n| n + u64::from(carried)), why);
+    }
+
     fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
         self.untouched = false;
         self.report.losses.push(Loss {
@@ -292,7 +324,9 @@ impl Salvager<'_> {
         let partial = stats.has_partial_line();
         let last = partial && self.is_last_data_frame(span.offset + span.len)?;
         let plan = self.plan(span, last)?;
-        if last || !plan.is_empty() {
+        // A frame that ends inside a line, or holds the end of one, is written again at line
+        // ends (sess frames hold whole lines).
+        if partial || !self.carry.is_empty() || self.cut.is_some() || !plan.is_empty() {
             self.untouched = false;
             return self.rewrite(span, &plan, last, out).map(|()| None);
         }
@@ -327,20 +361,24 @@ impl Salvager<'_> {
         spill.set_len(0)?;
         spill.seek(SeekFrom::Start(0))?;
         let mut spill = io::BufWriter::new(spill);
-        let readers = &mut self.readers;
+        let (readers, cut) = (&mut self.readers, self.cut);
         let mut take = |line: &[u8], k: u64| -> io::Result<()> {
+            if let Some(n) = cut.filter(|_| k == 0 && is_cut_end(line)) {
+                plan.push((k, Fate::Lost(CUT_END.to_string(), n)));
+                return Ok(());
+            }
             match readers.verdict(line)? {
                 Verdict::Keep => {}
-                Verdict::Lose(why) => plan.push((k, Some(why))),
+                Verdict::Lose(why) => plan.push((k, Fate::Lost(why, 1))),
                 Verdict::Alone(bytes) => {
                     spill.write_all(&(bytes.len() as u64).to_le_bytes())?;
                     spill.write_all(&bytes)?;
-                    plan.push((k, None));
+                    plan.push((k, Fate::Alone));
                 }
             }
             Ok(())
         };
-        let (_, rest) = frame_lines(&mut src, |line| {
+        let (_, rest) = frame_lines(&mut src, self.carry.clone(), |line| {
             take(line, k)?;
             k += 1;
             Ok(())
@@ -379,10 +417,11 @@ impl Salvager<'_> {
         }
         let mut planned = plan.iter().peekable();
         let (end, mut k) = (span.offset + span.len, 0);
-        let (_, tail) = frame_lines(&mut src, |line| {
+        let carried = std::mem::take(&mut self.carry);
+        let (_, tail) = frame_lines(&mut src, carried, |line| {
             match planned.next_if(|(at, _)| *at == k) {
-                Some((_, Some(why))) => self.lose(span.offset, end, Some(1), why.clone()),
-                Some((_, None)) => {
+                Some((_, Fate::Lost(why, n))) => self.lose(span.offset, end, Some(*n), why.clone()),
+                Some((_, Fate::Alone)) => {
                     out.write_all(&self.unspill()?)?;
                     out.write_all(b"\n")?;
                     self.keep(1);
@@ -396,17 +435,20 @@ impl Salvager<'_> {
             k += 1;
             Ok(())
         })?;
-        if let Some((_, Some(why))) = planned.peek() {
-            self.lose(span.offset, end, Some(1), why.clone());
-        } else if let Some((_, None)) = planned.peek() {
+        // A line read after the lost bytes is where what they cut ends.
+        if k > 0 || last {
+            self.cut = None;
+        }
+        if let Some((_, Fate::Lost(why, n))) = planned.peek() {
+            self.lose(span.offset, end, Some(*n), why.clone());
+        } else if let Some((_, Fate::Alone)) = planned.peek() {
             // The last line, without a newline: it stands alone, and gets one.
             out.write_all(&self.unspill()?)?;
             out.write_all(b"\n")?;
             self.keep(1);
             self.report.newline_added = Some(self.line);
         } else if !last {
-            // A line that goes on in the next frame (sess never cuts one, stock zstd may).
-            out.write_all(&tail)?;
+            self.carry = tail;
         } else if tail.is_empty() {
             // The frame ends at a line end.
         } else if json::validate(&tail).is_ok() {
@@ -443,15 +485,21 @@ impl Salvager<'_> {
     /// lost whatever it looks like.
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
         // Damage before the tear: nothing of it can be trusted (readers drop it all).
-        let (outcome, _) = frame_lines(&mut self.bytes(offset, self.len - offset)?, |_| Ok(()))?;
+        let mut src = self.bytes(offset, self.len - offset)?;
+        let (outcome, _) = frame_lines(&mut src, Vec::new(), |_| Ok(()))?;
         if let Outcome::Damaged(why) = outcome {
             let why = format!("a torn final frame that does not decode: {why}");
-            self.lose(offset, self.len, None, why);
+            self.lose_bytes(offset, self.len, None, why);
             return Ok(());
         }
         let mut src = self.bytes(offset, self.len - offset)?;
         let mut kept = 0;
-        let (_, pending) = frame_lines(&mut src, |line| {
+        let carried = std::mem::take(&mut self.carry);
+        let (_, pending) = frame_lines(&mut src, carried, |line| {
+            if let Some(n) = self.cut.take().filter(|_| is_cut_end(line)) {
+                self.lose(offset, self.len, Some(n), CUT_END.to_string());
+                return Ok(());
+            }
             let written = match self.readers.verdict(line)? {
                 Verdict::Lose(why) => {
                     self.lose(offset, self.len, Some(1), why);

@@ -187,6 +187,93 @@ fn zero_filled_and_garbage_tails_are_ignored_with_a_warning() {
 }
 
 #[test]
+fn a_last_line_without_a_newline_survives_a_damaged_or_torn_tail() {
+    let mut data = log(300);
+    data.pop();
+    let (file, _) = framed(&data, 4096);
+    let modes = [
+        Recovery::TolerateTail,
+        Recovery::PointInTime,
+        Recovery::SkipCorrupt,
+    ];
+    for tail in [vec![0u8; 100], b"garbage".to_vec()] {
+        let f = [&file[..], &tail].concat();
+        for mode in modes {
+            assert_eq!(read(&f, mode).0.unwrap(), data, "{mode:?}");
+        }
+    }
+    // A cut inside the index: the last data frame is whole.
+    let cut = &file[..file.len() - 10];
+    for mode in modes {
+        assert_eq!(read(cut, mode).0.unwrap(), data, "{mode:?}");
+    }
+}
+
+/// The byte ranges of the zstd frames of `file`.
+fn frames_in(file: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut at = 0;
+    let mut frames = Vec::new();
+    while at < file.len() {
+        let len = zstd::zstd_safe::find_frame_compressed_size(&file[at..]).unwrap();
+        frames.push(at..at + len);
+        at += len;
+    }
+    frames
+}
+
+#[test]
+fn lines_that_run_across_frames_go_out_whole_and_damage_never_joins_their_ends() {
+    let data = log(400);
+    let file = common::zstd_frames(&data, 1000);
+    for mode in [
+        Recovery::TolerateTail,
+        Recovery::Absolute,
+        Recovery::SkipCorrupt,
+    ] {
+        assert_eq!(read(&file, mode).0.unwrap(), data, "{mode:?}");
+    }
+    let lines: Vec<&[u8]> = data.split_inclusive(|&c| c == b'\n').collect();
+    let frames = frames_in(&file);
+    for k in 0..frames.len() - 1 {
+        let mut f = file.clone();
+        f[frames[k].start + frames[k].len() / 2] ^= 0x10;
+        // The lines wholly in the frames before the damaged one, and nothing of the line it
+        // cuts.
+        let (out, notices) = read(&f, Recovery::PointInTime);
+        let out = out.unwrap();
+        let before = &data[..k * 1000];
+        let whole = before
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |n| n + 1);
+        assert_eq!(out, before[..whole], "frame {k}: {notices:?}");
+        // A cut just inside the frame: nothing of the line it cuts goes out either.
+        let cut = &file[..frames[k].start + 6];
+        assert_eq!(
+            read(cut, Recovery::TolerateTail).0.unwrap(),
+            before[..whole]
+        );
+        // Every line kept is a line of the log (the end of a cut line is dropped), and the
+        // lines of the frames after the damaged one are kept.
+        let (out, notices) = read(&f, Recovery::SkipCorrupt);
+        let out = out.unwrap();
+        let kept: Vec<&[u8]> = out.split_inclusive(|&c| c == b'\n').collect();
+        let mut want = lines.iter().peekable();
+        for line in &kept {
+            assert!(
+                want.any(|w| w == line),
+                "frame {k}: {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        let after = &data[(k + 1) * 1000..];
+        let first = after.iter().position(|&c| c == b'\n').unwrap() + 1;
+        assert!(out.ends_with(&after[first..]), "frame {k}: {notices:?}");
+        assert!(out.len() < data.len() - 1000);
+    }
+}
+
+#[test]
 fn damage_before_the_tail_is_an_error_and_skip_corrupt_skips_it() {
     let data = log(400);
     let (file, index) = framed(&data, 4096);
@@ -628,6 +715,69 @@ fn repair_keeps_good_frames_and_reports_losses() {
         .arg(&z)
         .assert()
         .success();
+}
+
+#[test]
+fn repair_of_frames_that_cut_lines_drops_what_damage_cut_as_readers_do() {
+    // Frames cut where pzstd or `cat a.zst b.zst` may: inside lines and at line ends. A
+    // line that lost bytes cut is dropped, both its ends, and nothing else; the lines of a
+    // torn final frame after such bytes (and a frame inside the cut line) are kept, the end
+    // of the cut line not.
+    let mut data = log(3000);
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', &data).map(|k| k + 1))
+        .collect();
+    let lines = |a: usize, b: usize| starts[a]..starts[b];
+    data.splice(lines(55, 56), b"not JSON, kept as read\n".iter().copied());
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', &data).map(|k| k + 1))
+        .collect();
+    let at = |line: usize| starts[line];
+    let mid = |line: usize| (starts[line] + starts[line + 1]) / 2;
+    let cuts = [
+        0,
+        mid(10),
+        at(20),
+        mid(30),
+        at(40),
+        at(50),
+        at(55),
+        mid(70),
+        mid(80),
+        mid(80) + 20,
+        data.len(),
+    ];
+    let mut file = Vec::new();
+    let mut frames = Vec::new();
+    for w in cuts.windows(2) {
+        let z = common::zstd_frames(&data[w[0]..w[1]], usize::MAX);
+        frames.push(file.len()..file.len() + z.len());
+        file.extend(z);
+    }
+    for k in [2, 4, 7] {
+        file[frames[k].start + frames[k].len() / 2] ^= 0x10;
+    }
+    file.truncate(frames[9].start + frames[9].len() * 2 / 3);
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, fixed) = (dir.path().join("bad.zst"), dir.path().join("fixed.zst"));
+    std::fs::write(&bad, &file).unwrap();
+    let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
+    sess()
+        .arg("repair")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&fixed)
+        .assert()
+        .success();
+    let got = stdout_ok(sess().arg("cat").arg(&fixed));
+    assert!(got == skipped, "{}", String::from_utf8_lossy(&got));
+    let mut want = data[..at(20)].to_vec();
+    want.extend_from_slice(&data[at(31)..at(40)]);
+    want.extend_from_slice(&data[at(50)..at(70)]);
+    want.extend_from_slice(&data[at(81)..at(200)]);
+    assert!(got.starts_with(&want), "{}", String::from_utf8_lossy(&got));
+    let rest = &data[at(200)..];
+    assert!(rest.starts_with(&got[want.len()..]) && got.ends_with(b"\n"));
 }
 
 #[test]

@@ -1014,3 +1014,57 @@ fn a_long_tail_reads_back_from_where_its_definitions_begin_not_from_the_first_fr
     let last: u32 = index.entries.iter().rev().take(3).map(|e| e.lines).sum();
     reads_as_the_log(&bad, &log, &[last as usize + 20], (580, 590));
 }
+
+/// The stored lines of `packed` (interned as sess wrote them) cut every `every` bytes into
+/// zstd frames of their own, as pzstd or `cat a.zst b.zst` may: lines run across frames.
+fn recut(packed: &std::path::Path, every: usize) -> Vec<u8> {
+    let (_, frames) = frames_of(&std::fs::read(packed).unwrap());
+    let stored: Vec<u8> = frames
+        .concat()
+        .iter()
+        .flat_map(|l| [&l[..], b"\n"].concat())
+        .collect();
+    common::zstd_frames(&stored, every)
+}
+
+#[test]
+fn repair_of_frames_that_cut_lines_keeps_every_line_whole() {
+    // A line a frame ends inside is read whole, its first bytes with its last: its
+    // definitions are then there for the lines after it.
+    let dir = tempfile::tempdir().unwrap();
+    let log = growing_log();
+    let packed = pack_small_frames(dir.path(), &log, 2048);
+    let cut = recut(&packed, 997);
+    let (bad, fixed) = (dir.path().join("cut.zst"), dir.path().join("fixed.zst"));
+    std::fs::write(&bad, &cut).unwrap();
+    assert!(stdout_ok(sess().arg("cat").arg(&bad)) == log);
+    repair(&bad, &fixed);
+    assert!(stdout_ok(sess().arg("cat").arg(&fixed)) == log);
+    sess().arg("verify").arg(&fixed).assert().success();
+    // And with a frame in the middle damaged, the repaired file holds what readers keep.
+    let frames: Vec<usize> = {
+        let mut at = 0;
+        let mut starts = Vec::new();
+        while at < cut.len() {
+            starts.push(at);
+            at += zstd::zstd_safe::find_frame_compressed_size(&cut[at..]).unwrap();
+        }
+        starts
+    };
+    for k in [frames.len() / 3, frames.len() / 2] {
+        let mut b = cut.clone();
+        b[frames[k] + (frames[k + 1] - frames[k]) / 2] ^= 0x10;
+        std::fs::write(&bad, &b).unwrap();
+        // Readers keep no line the damage cut: each line kept is a line of the log.
+        let skipped = skip_corrupt(&bad);
+        assert!(!missing(&lines(&log), &lines(&skipped)).is_empty());
+        repair(&bad, &fixed);
+        let got = stdout_ok(sess().arg("cat").arg(&fixed));
+        assert!(
+            got == skipped,
+            "frame {k}: {} against {} bytes",
+            got.len(),
+            skipped.len()
+        );
+    }
+}

@@ -5,6 +5,10 @@
 //! never yields a wrong line: complete frames are verified before their lines go out. (A
 //! frame whose output exceeds [`HOLD_LIMIT`], which sess never writes, releases its complete
 //! lines early; damage found later in such a frame is then an error in every mode.)
+//!
+//! Lines go out whole: a line a frame ends inside (sess never cuts one; pzstd and files
+//! joined with `cat` may) goes out with the frame that holds its end. So damage that cuts
+//! such a line loses it, rather than joining its two ends into a wrong one.
 
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
@@ -82,6 +86,12 @@ pub struct FrameReader<R: Read> {
     ready_pos: usize,
     /// Output of the frame being decoded, not yet verified.
     hold: Vec<u8>,
+    /// The first bytes of a line that earlier frames end inside, not yet given.
+    carry: Vec<u8>,
+    /// The next line to go out begins after skipped damage, which may have cut it (whether
+    /// the damaged frame ended at a line end is unknown): it is dropped unless it is a
+    /// JSON value.
+    suspect: bool,
     /// Where the frame being decoded starts, while inside one.
     frame_start: Option<u64>,
     released_unverified: bool,
@@ -101,6 +111,14 @@ pub struct FrameReader<R: Read> {
     collect: bool,
     /// Warnings are put in [`Health::notices`] for the caller to print as it reaches them.
     defer: bool,
+}
+
+/// Whether `line` (without its newline), the first after lost bytes that may have cut a
+/// line, is the end of that line rather than a whole one: it is not one JSON value (no end
+/// of an object is).
+pub fn is_cut_end(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    crate::json::validate(line).is_err()
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -123,6 +141,8 @@ impl<R: Read> FrameReader<R> {
             ready: Vec::new(),
             ready_pos: 0,
             hold: Vec::new(),
+            carry: Vec::new(),
+            suspect: false,
             frame_start: None,
             released_unverified: false,
             done: false,
@@ -242,7 +262,8 @@ impl<R: Read> FrameReader<R> {
         let at = self.offset();
         let have = self.want(8)?;
         if have == 0 {
-            self.done = true;
+            // A last line without a newline goes out as it is.
+            self.finish();
             return Ok(());
         }
         let head = &self.buf[self.start..self.start + have.min(8)];
@@ -323,8 +344,8 @@ impl<R: Read> FrameReader<R> {
             Ok(0) => {
                 // The frame is complete and its checksum, if it has one, matched.
                 self.frame_done(at);
-                self.ready = std::mem::take(&mut self.hold);
-                self.ready_pos = 0;
+                let out = std::mem::take(&mut self.hold);
+                self.release(out);
                 self.frame_start = None;
                 self.released_unverified = false;
                 Ok(())
@@ -334,11 +355,10 @@ impl<R: Read> FrameReader<R> {
                 // as they come. The held buffer is handed over, not copied, and never grows
                 // past the limit.
                 if (self.released_unverified || self.hold.len() + self.scratch.len() > HOLD_LIMIT)
-                    && let Some(k) = memchr::memrchr(b'\n', &self.hold)
+                    && memchr::memrchr(b'\n', &self.hold).is_some()
                 {
-                    let rest = self.hold.split_off(k + 1);
-                    self.ready = std::mem::replace(&mut self.hold, rest);
-                    self.ready_pos = 0;
+                    let out = std::mem::take(&mut self.hold);
+                    self.release(out);
                     self.released_unverified = true;
                 }
                 if consumed == 0 && produced == 0 {
@@ -350,6 +370,59 @@ impl<R: Read> FrameReader<R> {
                 Ok(())
             }
         }
+    }
+
+    /// Makes the complete lines of `out` (verified output) ready, after the line the carry
+    /// began; what follows its last newline is carried on to the next frame.
+    fn release(&mut self, mut out: Vec<u8>) {
+        let Some(k) = memchr::memrchr(b'\n', &out) else {
+            self.carry.extend_from_slice(&out);
+            self.ready.clear();
+            self.ready_pos = 0;
+            return;
+        };
+        let rest = out.split_off(k + 1);
+        if !self.carry.is_empty() {
+            let mut lines = std::mem::replace(&mut self.carry, rest);
+            lines.extend_from_slice(&out);
+            out = lines;
+        } else {
+            self.carry = rest;
+        }
+        if std::mem::take(&mut self.suspect) {
+            let end = memchr::memchr(b'\n', &out).expect("a newline");
+            if is_cut_end(&out[..end]) {
+                let msg = format!(
+                    "dropped {end} byte(s) after the skipped damage: the end of a line it cut"
+                );
+                out.drain(..=end);
+                self.warn(&msg);
+            }
+        }
+        self.ready = out;
+        self.ready_pos = 0;
+    }
+
+    /// The input ends after a whole frame: the carry, a last line without a newline, goes
+    /// out as it is.
+    fn finish(&mut self) {
+        self.ready = std::mem::take(&mut self.carry);
+        self.ready_pos = 0;
+        self.done = true;
+    }
+
+    /// Reading ends at damage: the line the carry began goes out if it is whole (a last line
+    /// that lacks only its newline), not if the damage cut it.
+    fn end_at_damage(&mut self) {
+        if !self.carry.is_empty() && is_cut_end(&self.carry) {
+            let msg = format!(
+                "dropped {} byte(s) before the damage: the start of a line it cut",
+                self.carry.len()
+            );
+            self.carry.clear();
+            self.warn(&msg);
+        }
+        self.finish();
     }
 
     /// Counts a frame that decoded whole, and warns once about frames without a checksum.
@@ -379,10 +452,17 @@ impl<R: Read> FrameReader<R> {
             )));
         }
         let keep = memchr::memrchr(b'\n', &self.hold).map_or(0, |k| k + 1);
-        let lost = self.hold.len() - keep;
-        self.ready = self.hold.drain(..keep).collect();
-        self.ready_pos = 0;
-        self.hold.clear();
+        let mut lost = self.hold.len() - keep;
+        let mut out = std::mem::take(&mut self.hold);
+        out.truncate(keep);
+        self.release(out);
+        let carry = std::mem::take(&mut self.carry);
+        match self.frame_start {
+            // The tear cut the line the carry began.
+            Some(_) => lost += carry.len(),
+            // In a skippable frame, which holds no line: the carry is the last line.
+            None => self.ready.extend_from_slice(&carry),
+        }
         self.warn(&format!(
             "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
              line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
@@ -409,7 +489,7 @@ impl<R: Read> FrameReader<R> {
             self.warn(&format!(
                 "stopped at damaged input at byte {at} ({why}); everything from there on is dropped"
             ));
-            self.done = true;
+            self.end_at_damage();
             return Ok(());
         }
         // Look for a good frame from just after the damaged frame's first byte.
@@ -419,6 +499,10 @@ impl<R: Read> FrameReader<R> {
         };
         match self.find_frame()? {
             Some(next) if self.mode == Recovery::SkipCorrupt => {
+                // A line begun before the damage ends in it, or after it: either way it is
+                // cut, and what follows up to the next newline may be its end.
+                self.carry.clear();
+                self.suspect = true;
                 let lost = self.lost_between(at, next);
                 let lines = lost.map(|l| l.0);
                 self.health().skips.push(Skip {
@@ -450,7 +534,7 @@ impl<R: Read> FrameReader<R> {
                 self.warn(&format!(
                     "ignored a damaged tail from byte {at} to the end ({why}); no good frame follows"
                 ));
-                self.done = true;
+                self.end_at_damage();
                 Ok(())
             }
         }

@@ -81,6 +81,16 @@ pub fn files_in(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     v
 }
 
+/// `data` cut every `every` bytes into zstd frames of their own, each with a content
+/// checksum, as pzstd or `cat a.zst b.zst` may write it: lines run across frames.
+pub fn zstd_frames(data: &[u8], every: usize) -> Vec<u8> {
+    let mut z = zstd::bulk::Compressor::new(3).expect("a zstd context");
+    z.include_checksum(true).expect("a zstd parameter");
+    data.chunks(every)
+        .flat_map(|c| z.compress(c).expect("zstd in memory"))
+        .collect()
+}
+
 /// zstd-compresses bytes the way any standard tool would.
 pub fn zstd(data: &[u8]) -> Vec<u8> {
     zstd::encode_all(data, 3).expect("zstd in memory")
