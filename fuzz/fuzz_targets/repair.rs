@@ -1,7 +1,8 @@
 //! `repair` of a damaged packed log: lines of the input are interned and packed into small
-//! frames, the file is damaged as the input's first bytes say (a flipped bit, a cut, zeroed
-//! bytes), and what `repair` writes must read back whole (every frame checked, every
-//! interned line rebuilt), holding lines of the log in their order, and never panic.
+//! frames (or, for a log of JSON objects, frames that cut lines, as pzstd may), the file is
+//! damaged as the input's first bytes say (a flipped bit, a cut, zeroed bytes), and what
+//! `repair` writes must read back whole (every frame checked, every interned line rebuilt),
+//! holding lines of the log in their order, and never panic.
 #![no_main]
 
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -25,6 +26,17 @@ fuzz_target!(|data: &[u8]| {
     let (mut packed, _) = w.finish().unwrap().finish().unwrap();
     if packed.is_empty() {
         return;
+    }
+    if how & 0x04 != 0 {
+        // A line cut by damage is dropped, both ends: the end of an object line is never
+        // one JSON value, nor is its start unless it is the whole line.
+        let objects = log.split(|&b| b == b'\n').filter(|l| !l.is_empty()).all(|l| {
+            l.starts_with(b"{") && l.ends_with(b"}") && sess::json::validate(l).is_ok()
+        });
+        if !objects {
+            return;
+        }
+        packed = recut(&packed, frame_size / 2 + 7);
     }
     let at = (usize::from(at_hi) << 8 | usize::from(at_lo)) % packed.len();
     match how % 4 {
@@ -67,3 +79,14 @@ fuzz_target!(|data: &[u8]| {
         next += found.expect("a line repair writes is a line of the log") + 1;
     }
 });
+
+/// The lines stored in `packed`, cut every `every` bytes into zstd frames of their own.
+fn recut(packed: &[u8], every: usize) -> Vec<u8> {
+    let mut stored = Vec::new();
+    FrameReader::new(packed, "packed", Recovery::Absolute)
+        .read_to_end(&mut stored)
+        .unwrap();
+    let mut z = zstd::bulk::Compressor::new(1).unwrap();
+    z.include_checksum(true).unwrap();
+    stored.chunks(every).flat_map(|c| z.compress(c).unwrap()).collect()
+}
