@@ -73,6 +73,38 @@ impl RepairReport {
     pub fn nothing_survived(&self) -> bool {
         self.lines_kept == 0 && !self.losses.is_empty()
     }
+
+    /// Records a loss, as part of the last one when it goes on from it: so memory grows
+    /// with the runs of lines lost, not with the lines.
+    fn lost(&mut self, loss: Loss) {
+        match self.losses.last_mut() {
+            Some(last) if last.goes_on_to(&loss) => {
+                last.to = loss.to;
+                last.lines = Some(last.lines.unwrap_or(0) + loss.lines.unwrap_or(0));
+            }
+            _ => self.losses.push(loss),
+        }
+    }
+}
+
+impl Loss {
+    /// Whether `next` is the lines right after this loss's, in the same bytes (a frame) or
+    /// the bytes right after them, lost for the same kind of reason (the words before the
+    /// first `: `, which name the kind; the rest names the line's own details).
+    fn goes_on_to(&self, next: &Loss) -> bool {
+        fn kind(why: &str) -> Option<&str> {
+            why.split(": ").next()
+        }
+        let (Some(a), Some(b)) = (self.lines, next.lines) else {
+            return false;
+        };
+        let bytes = (self.from, self.to) == (next.from, next.to) || self.to == next.from;
+        a > 0
+            && b > 0
+            && self.after_line + a == next.after_line
+            && bytes
+            && kind(&self.why) == kind(&next.why)
+    }
 }
 
 /// Copies every good frame of `f` into `out` and reports the rest.
@@ -282,7 +314,7 @@ impl Salvager<'_> {
 
     fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
         self.untouched = false;
-        self.report.losses.push(Loss {
+        self.report.lost(Loss {
             from,
             to,
             after_line: self.line,
@@ -595,7 +627,7 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
             Verdict::Alone(ref bytes) => bytes,
             Verdict::Lose(why) => {
                 let end = line.offset + line.bytes.len() as u64 + u64::from(line.terminated());
-                report.losses.push(Loss {
+                report.lost(Loss {
                     from: line.offset,
                     to: end,
                     after_line: line.number - 1,
@@ -613,4 +645,42 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loss(from: u64, to: u64, after_line: u64, lines: Option<u64>, why: &str) -> Loss {
+        let why = why.to_string();
+        Loss {
+            from,
+            to,
+            after_line,
+            lines,
+            why,
+        }
+    }
+
+    #[test]
+    fn lines_lost_one_after_another_for_one_reason_are_one_loss() {
+        let mut r = RepairReport::default();
+        let why = |v: u32| format!("the line cannot be read back: it refers to value {v}");
+        // Three lines of one frame, then two lines of the plain log's next bytes.
+        for k in 0..3 {
+            r.lost(loss(100, 200, 10 + k, Some(1), &why(k as u32)));
+        }
+        r.lost(loss(200, 230, 13, Some(1), &why(7)));
+        assert_eq!(r.losses, [loss(100, 230, 10, Some(4), &why(0))]);
+        // Not merged: a gap in the lines, another reason, unknown counts, other bytes.
+        let mut r = RepairReport::default();
+        r.lost(loss(100, 200, 10, Some(1), &why(0)));
+        r.lost(loss(100, 200, 12, Some(1), &why(0)));
+        r.lost(loss(100, 200, 13, Some(1), "a torn last line: 3 byte(s)"));
+        r.lost(loss(200, 300, 14, None, "the frame does not decode: x"));
+        r.lost(loss(300, 400, 14, None, "the frame does not decode: x"));
+        r.lost(loss(500, 600, 14, Some(1), "the frame does not decode: x"));
+        r.lost(loss(700, 800, 15, Some(1), "the frame does not decode: x"));
+        assert_eq!(r.losses.len(), 7);
+    }
 }
