@@ -184,10 +184,7 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
             Err(End::Clean) => unreachable!("frame_at never reports a clean end"),
         };
     }
-    if !s.carry.is_empty() {
-        s.carry.clear();
-        s.lose(len, len, Some(1), "a line whose end is missing".to_string());
-    }
+    s.last_line(out)?;
     Ok(s.report)
 }
 
@@ -304,12 +301,45 @@ fn frame_lines<R: Read + ?Sized>(
 }
 
 impl Salvager<'_> {
-    /// Bytes from `from` to `to` are lost, and `lines` lines (when known) with them. A line
-    /// begun before them is cut, and so may be the one they end inside.
+    /// Bytes from `from` to `to` are lost, and `lines` lines (when known) with them. When
+    /// more follows, a line begun before them is cut, and so may be the one they end inside
+    /// (unless the old index counted their lines: sess frames hold whole lines). At the
+    /// end, a line begun before them is the last line.
     fn lose_bytes(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
-        let carried = !std::mem::take(&mut self.carry).is_empty();
-        self.cut = Some(u64::from(!carried));
+        let carried = to < self.len && !std::mem::take(&mut self.carry).is_empty();
+        if to < self.len && (carried || lines.is_none()) {
+            self.cut = Some(u64::from(!carried));
+        }
         self.lose(from, to, lines.map(|n| n + u64::from(carried)), why);
+    }
+
+    /// The input is over: a line begun and not ended is the last line, kept (with a newline)
+    /// when it is one JSON value that reads back, as the line reader keeps it.
+    fn last_line<W: Write>(&mut self, out: &mut FrameWriter<W>) -> io::Result<()> {
+        let line = std::mem::take(&mut self.carry);
+        if line.is_empty() {
+            return Ok(());
+        }
+        let verdict = match json::validate(&line) {
+            Ok(()) => self.readers.verdict(&line)?,
+            Err(_) => Verdict::Lose(format!(
+                "a torn last line: {} byte(s) without a final newline that are not a JSON value",
+                line.len()
+            )),
+        };
+        let written = match verdict {
+            Verdict::Lose(why) => {
+                self.lose(self.len, self.len, Some(1), why);
+                return Ok(());
+            }
+            Verdict::Keep => line,
+            Verdict::Alone(bytes) => bytes,
+        };
+        out.write_all(&written)?;
+        out.write_all(b"\n")?;
+        self.keep(1);
+        self.report.newline_added = Some(self.line);
+        out.flush_frame()
     }
 
     fn lose(&mut self, from: u64, to: u64, lines: Option<u64>, why: String) {
@@ -506,6 +536,11 @@ impl Salvager<'_> {
                 // A torn index (a cut inside it) holds no lines.
                 Err(End::Torn { skippable, .. }) => return Ok(skippable),
                 Ok(_) => return Ok(false),
+                // Readers skip garbage to a good frame after it, and drop a line begun
+                // before it.
+                Err(End::Garbage { offset, .. }) => {
+                    return Ok(next_good_frame(self.f, offset + 1, self.len)?.is_none());
+                }
                 Err(_) => return Ok(true),
             }
         }
@@ -525,9 +560,11 @@ impl Salvager<'_> {
             return Ok(());
         }
         let mut src = self.bytes(offset, self.len - offset)?;
-        let mut kept = 0;
+        let (mut kept, mut read) = (0, 0);
         let carried = std::mem::take(&mut self.carry);
-        let (_, pending) = frame_lines(&mut src, carried, |line| {
+        let had = carried.len();
+        let (_, mut pending) = frame_lines(&mut src, carried, |line| {
+            read += 1;
             if let Some(n) = self.cut.take().filter(|_| is_cut_end(line)) {
                 self.lose(offset, self.len, Some(n), CUT_END.to_string());
                 return Ok(());
@@ -547,6 +584,10 @@ impl Salvager<'_> {
             Ok(())
         })?;
         out.flush_frame()?;
+        if read == 0 && had > 0 {
+            // A line begun before the frame that its prefix does not end: the last line.
+            self.carry = pending.drain(..had).collect();
+        }
         self.report.torn_lines_kept = kept;
         let why = format!(
             "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s)",

@@ -237,22 +237,34 @@ fn lines_that_run_across_frames_go_out_whole_and_damage_never_joins_their_ends()
     for k in 0..frames.len() - 1 {
         let mut f = file.clone();
         f[frames[k].start + frames[k].len() / 2] ^= 0x10;
-        // The lines wholly in the frames before the damaged one, and nothing of the line it
-        // cuts.
+        // The frames before the damaged one, the start of the line it cuts last, without a
+        // newline (the line reader drops it: it is not JSON).
         let (out, notices) = read(&f, Recovery::PointInTime);
-        let out = out.unwrap();
         let before = &data[..k * 1000];
-        let whole = before
-            .iter()
-            .rposition(|&c| c == b'\n')
-            .map_or(0, |n| n + 1);
-        assert_eq!(out, before[..whole], "frame {k}: {notices:?}");
-        // A cut just inside the frame: nothing of the line it cuts goes out either.
+        assert_eq!(out.unwrap(), before, "frame {k}: {notices:?}");
+        // So too for a cut just inside the frame.
         let cut = &file[..frames[k].start + 6];
-        assert_eq!(
-            read(cut, Recovery::TolerateTail).0.unwrap(),
-            before[..whole]
-        );
+        assert_eq!(read(cut, Recovery::TolerateTail).0.unwrap(), before);
+        if k % 9 == 4 {
+            let whole = before
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |n| n + 1);
+            let dir = tempfile::tempdir().unwrap();
+            for (name, bytes, mode) in [
+                ("f", &f[..], "point-in-time"),
+                ("cut", cut, "tolerate-tail"),
+            ] {
+                let path = dir.path().join(name);
+                std::fs::write(&path, bytes).unwrap();
+                let out = sess()
+                    .args(["cat", "--recovery", mode])
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                assert!(out.stdout == before[..whole], "frame {k}, {name}");
+            }
+        }
         // Every line kept is a line of the log (the end of a cut line is dropped), and the
         // lines of the frames after the damaged one are kept.
         let (out, notices) = read(&f, Recovery::SkipCorrupt);
@@ -270,6 +282,117 @@ fn lines_that_run_across_frames_go_out_whole_and_damage_never_joins_their_ends()
         let first = after.iter().position(|&c| c == b'\n').unwrap() + 1;
         assert!(out.ends_with(&after[first..]), "frame {k}: {notices:?}");
         assert!(out.len() < data.len() - 1000);
+    }
+}
+
+#[test]
+fn a_line_that_is_not_json_after_a_skip_in_an_indexed_file_is_kept() {
+    // Frames an index lists hold whole lines: what follows a skip between two of them is a
+    // whole line, whatever it holds.
+    let mut data = log(400);
+    let (_, index) = framed(&data, 4096);
+    let at: usize = index.entries[..3]
+        .iter()
+        .map(|e| e.uncompressed as usize)
+        .sum();
+    let end = at + data[at..].iter().position(|&c| c == b'\n').unwrap();
+    data[at..end].fill(b'x');
+    let (mut file, index) = framed(&data, 4096);
+    let victim = index.entries[2];
+    file[(victim.offset + u64::from(victim.compressed) / 2) as usize] ^= 0x10;
+    let mut r =
+        FrameReader::new(&file[..], "test", Recovery::SkipCorrupt).with_index(&index.entries);
+    let mut out = Vec::new();
+    r.read_to_end(&mut out).unwrap();
+    let lost = at - victim.uncompressed as usize..at;
+    assert!(out == [&data[..lost.start], &data[lost.end..]].concat());
+}
+
+/// Cases of frames that cut lines (each frame written with its content checksum, as
+/// `zstd --check` does), then damaged: `repair` keeps exactly what `cat --recovery
+/// skip-corrupt` keeps, and that is `want`.
+#[test]
+fn repair_and_readers_agree_where_frames_cut_lines_around_damage() {
+    type Case = (&'static [&'static str], Damage, &'static str);
+    #[derive(Clone, Copy)]
+    enum Damage {
+        None,
+        /// The second frame's magic.
+        Magic,
+        /// The second frame's last byte (its checksum).
+        Check,
+        /// The file cut this many bytes into the second frame.
+        Cut(usize),
+    }
+    let cases: [Case; 7] = [
+        // Garbage where the frame after a cut line should be, with a good frame after it.
+        (
+            &["{\"a\":1}\n{\"b\":2}", "\n", "{\"c\":3}\n"],
+            Damage::Magic,
+            "{\"a\":1}\n{\"c\":3}\n",
+        ),
+        (
+            &["{\"a\":1}\n{\"b\":\"xx", "yy\"}\n", "{\"c\":3}\n"],
+            Damage::Magic,
+            "{\"a\":1}\n{\"c\":3}\n",
+        ),
+        // An empty frame after a last line without a newline (cat a.zst empty.zst).
+        (
+            &["{\"a\":1}\n{\"b\":2}", ""],
+            Damage::None,
+            "{\"a\":1}\n{\"b\":2}\n",
+        ),
+        // A damaged or torn frame after a whole last line without a newline.
+        (
+            &["{\"a\":1}\n{\"b\":2}", "\n{\"c\":3}\n"],
+            Damage::Check,
+            "{\"a\":1}\n{\"b\":2}\n",
+        ),
+        (
+            &["{\"a\":1}\n{\"b\":2}", "\n{\"c\":3}\n"],
+            Damage::Cut(2),
+            "{\"a\":1}\n{\"b\":2}\n",
+        ),
+        (
+            &["{\"a\":1}\n{\"b\":2}", "\n{\"c\":3}\n"],
+            Damage::Cut(6),
+            "{\"a\":1}\n{\"b\":2}\n",
+        ),
+        // The end of a cut line that runs to the end of the file.
+        (
+            &["{\"a\":1}\n{\"b\":\"xx", "yy", "zz\"}"],
+            Damage::Check,
+            "{\"a\":1}\n",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, fixed) = (dir.path().join("bad.zst"), dir.path().join("fixed.zst"));
+    for (k, (frames, damage, want)) in cases.iter().enumerate() {
+        let mut z = zstd::bulk::Compressor::new(3).unwrap();
+        z.include_checksum(true).unwrap();
+        let parts: Vec<Vec<u8>> = frames
+            .iter()
+            .map(|f| z.compress(f.as_bytes()).unwrap())
+            .collect();
+        let second = parts[0].len();
+        let mut file = parts.concat();
+        match damage {
+            Damage::None => {}
+            Damage::Magic => file[second] ^= 0x40,
+            Damage::Check => file[second + parts[1].len() - 1] ^= 1,
+            Damage::Cut(n) => file.truncate(second + n),
+        }
+        std::fs::write(&bad, &file).unwrap();
+        let skipped = stdout_ok(sess().args(["cat", "--recovery", "skip-corrupt"]).arg(&bad));
+        assert_eq!(String::from_utf8_lossy(&skipped), *want, "case {k}");
+        sess()
+            .args(["repair", "-f", "-o"])
+            .arg(&fixed)
+            .arg(&bad)
+            .assert()
+            .success();
+        let got = stdout_ok(sess().arg("cat").arg(&fixed));
+        assert_eq!(String::from_utf8_lossy(&got), *want, "case {k}");
     }
 }
 

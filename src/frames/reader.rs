@@ -403,26 +403,28 @@ impl<R: Read> FrameReader<R> {
         self.ready_pos = 0;
     }
 
-    /// The input ends after a whole frame: the carry, a last line without a newline, goes
-    /// out as it is.
-    fn finish(&mut self) {
-        self.ready = std::mem::take(&mut self.carry);
-        self.ready_pos = 0;
-        self.done = true;
+    /// Reading ends (at the end, a tear or damage): the carry goes out as a last line
+    /// without a newline, for the last-line rule of the line reader (kept when it is one
+    /// JSON value), unless it is the end of a line skipped damage cut.
+    fn give_carry(&mut self) {
+        let carry = std::mem::take(&mut self.carry);
+        if std::mem::take(&mut self.suspect) && !carry.is_empty() && is_cut_end(&carry) {
+            let n = carry.len();
+            self.warn(&format!(
+                "dropped {n} byte(s) after the skipped damage: the end of a line it cut"
+            ));
+            return;
+        }
+        if self.ready_pos == self.ready.len() {
+            self.ready.clear();
+            self.ready_pos = 0;
+        }
+        self.ready.extend_from_slice(&carry);
     }
 
-    /// Reading ends at damage: the line the carry began goes out if it is whole (a last line
-    /// that lacks only its newline), not if the damage cut it.
-    fn end_at_damage(&mut self) {
-        if !self.carry.is_empty() && is_cut_end(&self.carry) {
-            let msg = format!(
-                "dropped {} byte(s) before the damage: the start of a line it cut",
-                self.carry.len()
-            );
-            self.carry.clear();
-            self.warn(&msg);
-        }
-        self.finish();
+    fn finish(&mut self) {
+        self.give_carry();
+        self.done = true;
     }
 
     /// Counts a frame that decoded whole, and warns once about frames without a checksum.
@@ -452,17 +454,12 @@ impl<R: Read> FrameReader<R> {
             )));
         }
         let keep = memchr::memrchr(b'\n', &self.hold).map_or(0, |k| k + 1);
-        let mut lost = self.hold.len() - keep;
+        let lost = self.hold.len() - keep;
         let mut out = std::mem::take(&mut self.hold);
         out.truncate(keep);
         self.release(out);
-        let carry = std::mem::take(&mut self.carry);
-        match self.frame_start {
-            // The tear cut the line the carry began.
-            Some(_) => lost += carry.len(),
-            // In a skippable frame, which holds no line: the carry is the last line.
-            None => self.ready.extend_from_slice(&carry),
-        }
+        // A line begun before the tear that its prefix does not end: the last line.
+        self.give_carry();
         self.warn(&format!(
             "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
              line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
@@ -489,7 +486,7 @@ impl<R: Read> FrameReader<R> {
             self.warn(&format!(
                 "stopped at damaged input at byte {at} ({why}); everything from there on is dropped"
             ));
-            self.end_at_damage();
+            self.finish();
             return Ok(());
         }
         // Look for a good frame from just after the damaged frame's first byte.
@@ -500,10 +497,12 @@ impl<R: Read> FrameReader<R> {
         match self.find_frame()? {
             Some(next) if self.mode == Recovery::SkipCorrupt => {
                 // A line begun before the damage ends in it, or after it: either way it is
-                // cut, and what follows up to the next newline may be its end.
-                self.carry.clear();
-                self.suspect = true;
+                // cut, and what follows up to the next newline may be its end. So it may
+                // when nothing says the damaged bytes held whole lines, as an index does
+                // (sess frames hold whole lines).
                 let lost = self.lost_between(at, next);
+                let carried = !std::mem::take(&mut self.carry).is_empty();
+                self.suspect = carried || lost.is_none();
                 let lines = lost.map(|l| l.0);
                 self.health().skips.push(Skip {
                     output_at: self.given,
@@ -534,7 +533,7 @@ impl<R: Read> FrameReader<R> {
                 self.warn(&format!(
                     "ignored a damaged tail from byte {at} to the end ({why}); no good frame follows"
                 ));
-                self.end_at_damage();
+                self.finish();
                 Ok(())
             }
         }
