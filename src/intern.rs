@@ -1231,6 +1231,20 @@ mod tests {
         w.finish().unwrap()
     }
 
+    /// [`pack`] of lines held as strings.
+    fn pack_strings(lines: &[String], min: usize, window: u64) -> Vec<u8> {
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        pack(&refs, min, window)
+    }
+
+    /// The lines as a log: each followed by its newline.
+    fn joined(lines: &[String]) -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|l| l.bytes().chain([b'\n']))
+            .collect()
+    }
+
     fn unpack(packed: &[u8]) -> Result<Vec<u8>, Error> {
         unpack_with(&mut Reader::default(), packed)
     }
@@ -1261,22 +1275,18 @@ mod tests {
         let lines: Vec<String> = (0..4)
             .map(|i| format!(r#"{{"n":{i},"x":{{"y":{v}}}}}"#))
             .collect();
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, DEFAULT_WINDOW);
+        let packed = pack_strings(&lines, 256, DEFAULT_WINDOW);
         let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
-        assert_eq!(out[0], refs[0]);
+        assert_eq!(out[0], lines[0].as_bytes());
         // The second copy defines the value (here `x`, and `y` inside it); the third
         // refers to it.
-        assert!(is_interned(out[1]) && out[1].len() > refs[1].len());
+        assert!(is_interned(out[1]) && out[1].len() > lines[1].len());
         assert!(
             is_interned(out[2]) && out[2].len() < 120,
             "{}",
             String::from_utf8_lossy(out[2])
         );
-        let want: Vec<u8> = lines
-            .iter()
-            .flat_map(|l| l.bytes().chain([b'\n']))
-            .collect();
+        let want: Vec<u8> = joined(&lines);
         assert_eq!(unpack(&packed).unwrap(), want);
     }
 
@@ -1290,12 +1300,8 @@ mod tests {
                 format!(r#"{{"step":{k},"hist":[{}]}}"#, hist.join(","))
             })
             .collect();
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, DEFAULT_WINDOW);
-        let want: Vec<u8> = lines
-            .iter()
-            .flat_map(|l| l.bytes().chain([b'\n']))
-            .collect();
+        let packed = pack_strings(&lines, 256, DEFAULT_WINDOW);
+        let want: Vec<u8> = joined(&lines);
         assert_eq!(unpack(&packed).unwrap(), want);
         // Once the history passes ARRAY_MIN, each line holds its newest message and a ref
         // to the rest: it stops growing.
@@ -1327,12 +1333,8 @@ mod tests {
             })
             .collect();
         assert!(lines.iter().all(|l| l.len() > ARRAY_MIN));
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, DEFAULT_WINDOW);
-        let want: Vec<u8> = lines
-            .iter()
-            .flat_map(|l| l.bytes().chain([b'\n']))
-            .collect();
+        let packed = pack_strings(&lines, 256, DEFAULT_WINDOW);
+        let want: Vec<u8> = joined(&lines);
         assert!(
             packed == want,
             "{}",
@@ -1358,13 +1360,9 @@ mod tests {
         let lines: Vec<String> = (0..200)
             .map(|k| format!(r#"{{"k":{k},"v":{}}}"#, big(&format!("v{}", k / 3))))
             .collect();
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, 4096);
+        let packed = pack_strings(&lines, 256, 4096);
         let mut r = Reader::default();
-        let want: Vec<u8> = lines
-            .iter()
-            .flat_map(|l| l.bytes().chain([b'\n']))
-            .collect();
+        let want: Vec<u8> = joined(&lines);
         assert_eq!(unpack_with(&mut r, &packed).unwrap(), want);
         assert!(String::from_utf8_lossy(&packed).contains(r#","free":[[0,"#));
         let (_, live, file) = r.kept();
@@ -1506,8 +1504,7 @@ mod tests {
     fn a_missing_or_wrong_definition_is_an_error_not_a_line() {
         let v = big("q");
         let lines: Vec<String> = (0..3).map(|i| format!(r#"{{"n":{i},"v":{v}}}"#)).collect();
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, DEFAULT_WINDOW);
+        let packed = pack_strings(&lines, 256, DEFAULT_WINDOW);
         let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
         // Without the defining line.
         let mut r = Reader::default();
@@ -1614,8 +1611,7 @@ mod tests {
     fn a_window_smaller_than_the_values_forgets_them() {
         let v = big("w");
         let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"n":{i},"v":{v}}}"#)).collect();
-        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-        let packed = pack(&refs, 256, 100);
+        let packed = pack_strings(&lines, 256, 100);
         assert!(!packed.starts_with(PREFIX) && !packed.windows(PREFIX.len()).any(|w| w == PREFIX));
     }
 
@@ -1672,9 +1668,8 @@ mod tests {
     proptest! {
         #[test]
         fn round_trips_byte_for_byte(lines in jsonl(), min in 2usize..400, window in prop_oneof![Just(DEFAULT_WINDOW), 0u64..4000]) {
-            let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-            let packed = pack(&refs, min, window);
-            let want: Vec<u8> = lines.iter().flat_map(|l| l.bytes().chain([b'\n'])).collect();
+            let packed = pack_strings(&lines, min, window);
+            let want: Vec<u8> = joined(&lines);
             prop_assert_eq!(unpack(&packed).unwrap(), want);
         }
 
