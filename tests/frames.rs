@@ -396,6 +396,69 @@ fn repair_and_readers_agree_where_frames_cut_lines_around_damage() {
     }
 }
 
+/// Frames of 40 lines each, as `zstd` writes them from a pipe: a checksum, no content size.
+fn piped_frames(data: &[u8]) -> (Vec<u8>, Vec<&[u8]>) {
+    let lines: Vec<&[u8]> = data.split_inclusive(|&b| b == b'\n').collect();
+    let groups: Vec<Vec<u8>> = lines.chunks(40).map(|g| g.concat()).collect();
+    let mut file = Vec::new();
+    let mut parts = Vec::new();
+    let mut at = 0;
+    for g in &groups {
+        let mut e = zstd::stream::Encoder::new(&mut file, 3).unwrap();
+        e.include_checksum(true).unwrap();
+        e.write_all(g).unwrap();
+        e.finish().unwrap();
+        parts.push(&data[at..at + g.len()]);
+        at += g.len();
+    }
+    (file, parts)
+}
+
+#[test]
+fn a_damaged_block_header_that_runs_on_into_later_frames_is_damage_not_a_tear() {
+    let data = log(400);
+    let (file, parts) = piped_frames(&data);
+    let frames = frames_in(&file);
+    assert_eq!(frames.len(), parts.len());
+    for (k, f) in frames.iter().enumerate() {
+        // Frame header: magic, descriptor, window byte; the descriptor states no content
+        // size and no dictionary (what lets a raw block run on unchecked).
+        assert_eq!(file[f.start + 4] & 0xe3, 0x00, "frame {k}'s descriptor");
+        let block = f.start + 6;
+        // Its first block made raw and longer than the rest of the file.
+        let size = u32::try_from(file.len() - block).unwrap();
+        assert!(size < 128 << 10);
+        let mut bad = file.clone();
+        bad[block..block + 3].copy_from_slice(&(size << 3).to_le_bytes()[..3]);
+        let last = k + 1 == frames.len();
+        let (out, notices) = read(&bad, Recovery::SkipCorrupt);
+        let want: Vec<u8> = parts[..k].concat();
+        let after: Vec<u8> = parts[k + 1..].concat();
+        if last {
+            // A true tear at the end: its prefix's whole lines are the documented salvage.
+            let out = out.unwrap();
+            assert!(out.starts_with(&want), "frame {k}");
+            assert!(notices[0].contains("is torn"), "frame {k}: {notices:?}");
+            continue;
+        }
+        assert_eq!(out.unwrap(), [&want[..], &after[..]].concat(), "frame {k}");
+        assert!(
+            notices[0].contains(&format!("skipped damaged bytes {}..{}", f.start, f.end)),
+            "frame {k}: {notices:?}"
+        );
+        let (out, _) = read(&bad, Recovery::TolerateTail);
+        assert!(
+            out.unwrap_err().contains("a good frame follows"),
+            "frame {k}"
+        );
+        assert_eq!(
+            read(&bad, Recovery::PointInTime).0.unwrap(),
+            want,
+            "frame {k}"
+        );
+    }
+}
+
 #[test]
 fn damage_before_the_tail_is_an_error_and_skip_corrupt_skips_it() {
     let data = log(400);

@@ -445,8 +445,14 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
-    /// The input ends inside the frame starting at `at`.
+    /// The input ends inside the frame starting at `at`: torn, unless a good frame follows
+    /// inside it. A damaged block header can make a frame run on to the end, through the
+    /// frames after it (a raw block's size, where the frame states no content size): its
+    /// decodable prefix then holds their compressed bytes, not lines.
     fn torn(&mut self, at: u64) -> io::Result<()> {
+        if self.good_frame_after(at)? {
+            return self.damage(at, "a damaged block runs on into the frames after it");
+        }
         if self.mode == Recovery::Absolute {
             return Err(invalid(format!(
                 "the input ends inside the frame at byte {at} (a torn write; \
@@ -468,6 +474,20 @@ impl<R: Read> FrameReader<R> {
         ));
         self.done = true;
         Ok(())
+    }
+
+    /// Whether a frame that decodes whole (or an index) begins after the first byte of the
+    /// frame at `at`, whose bytes are still held (not so for one over [`HOLD_LIMIT`]).
+    /// `start` stays where it was.
+    fn good_frame_after(&mut self, at: u64) -> io::Result<bool> {
+        let Some(rel) = at.checked_sub(self.base) else {
+            return Ok(false);
+        };
+        let here = self.offset();
+        self.start = (rel as usize + 1).min(self.end);
+        let found = self.find_frame()?.is_some();
+        self.start = (here - self.base) as usize;
+        Ok(found)
     }
 
     /// The bytes at `at` are damaged: not a frame, or a frame that fails to decode.
