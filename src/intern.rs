@@ -619,13 +619,24 @@ impl Writer {
     pub fn survey(&mut self, line: &[u8]) {
         let at = self.survey_at;
         self.survey_at += line.len() as u64 + 1;
-        if self.min == 0 || line.len() < self.min || self.surveyed > self.window {
+        if !self.surveys(line.len()) || self.surveyed > self.window {
             return;
         }
         let start = json::skip_ws(line, 0);
         if let Some(end) = json::skip_value(line, start) {
             self.count(line, start, end, 0, at);
         }
+    }
+
+    /// Whether [`Writer::survey`] looks into a line of `len` bytes: one that cannot hold a
+    /// value of `min` bytes may be passed over with [`Writer::survey_passed`] instead.
+    pub fn surveys(&self, len: usize) -> bool {
+        self.min > 0 && len >= self.min
+    }
+
+    /// Lines of `bytes` bytes in all, newlines included, that the survey did not need to see.
+    pub fn survey_passed(&mut self, bytes: u64) {
+        self.survey_at += bytes;
     }
 
     /// The survey's walk: a value seen before is marked repeated when the copies lie a

@@ -154,7 +154,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
         .iter()
         .all(|i| i.path().is_some_and(crate::input::is_regular_file));
     if out.interner().min() > 0 && rereadable {
-        survey(inputs, open, out.interner())?;
+        survey(inputs, open, threads, out.interner())?;
     }
     let mut same = Same::new(frame_size, inputs.len());
     if threads <= 1 {
@@ -325,14 +325,19 @@ impl Same {
 
 /// The first pass over files: which values repeat. Lines, not events: rows need not be
 /// expanded to count repeats, and the second pass is the one that warns about the input.
-fn survey(inputs: &[Input], open: OpenOptions, interner: &mut intern::Writer) -> Result<(), Error> {
+fn survey(
+    inputs: &[Input],
+    open: OpenOptions,
+    threads: usize,
+    interner: &mut intern::Writer,
+) -> Result<(), Error> {
     // Plain files are split straight from the file: on a DSH log, whose lines are mostly
     // too short to look into, opening and reading them as every command does (sniffed,
     // buffered twice, each line rebuilt and checked) was most of the pass (0.54 s of a
     // 2.7 s pack of 1 GiB).
     // An interned line (a packed log packed again) must be rebuilt first: then the pass
     // starts again the general way.
-    if raw_survey(inputs, interner)? {
+    if raw_survey(inputs, threads, interner)? {
         interner.surveyed();
         return Ok(());
     }
@@ -351,8 +356,14 @@ fn survey(inputs: &[Input], open: OpenOptions, interner: &mut intern::Writer) ->
 }
 
 /// [`survey`] of inputs that are all plain files without interned lines, their lines
-/// read straight from the file; false (the survey half done) for any other input.
-fn raw_survey(inputs: &[Input], interner: &mut intern::Writer) -> Result<bool, Error> {
+/// read straight from the file; false (the survey half done) for any other input. With
+/// `threads` above 1 the lines are read on a thread of their own, which hands over only
+/// those long enough to look into (on a DSH log, reading was half of the pass).
+fn raw_survey(
+    inputs: &[Input],
+    threads: usize,
+    interner: &mut intern::Writer,
+) -> Result<bool, Error> {
     let plain = |i: &Input| -> Result<bool, Error> {
         let Some(p) = i.path() else { return Ok(false) };
         Ok(crate::input::file_compression(p)? == Some(crate::input::Compression::Plain))
@@ -362,6 +373,61 @@ fn raw_survey(inputs: &[Input], interner: &mut intern::Writer) -> Result<bool, E
             return Ok(false);
         }
     }
+    if threads <= 1 {
+        return survey_lines(inputs, &mut |line| interner.survey(line));
+    }
+    let min = interner.min();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Surveyed>(4);
+        // Batches come back to be filled again: a fresh buffer for each costs page faults.
+        let (back, returned) = std::sync::mpsc::sync_channel::<Surveyed>(6);
+        let reading = scope.spawn(move || {
+            let mut batch = Surveyed::default();
+            let mut passed = 0;
+            let whole = survey_lines(inputs, &mut |line| {
+                if line.len() < min {
+                    passed += line.len() as u64 + 1;
+                    return;
+                }
+                batch.bytes.extend_from_slice(line);
+                batch.lines.push((std::mem::take(&mut passed), line.len()));
+                if batch.bytes.len() >= 256 * 1024 {
+                    let next = returned.try_recv().unwrap_or_default();
+                    // The surveying side takes every batch until this side is done.
+                    let _ = tx.send(std::mem::replace(&mut batch, next));
+                }
+            })?;
+            let _ = tx.send(batch);
+            Ok::<_, Error>(whole)
+        });
+        for mut batch in rx {
+            let mut at = 0;
+            for &(passed, len) in &batch.lines {
+                interner.survey_passed(passed);
+                interner.survey(&batch.bytes[at..at + len]);
+                at += len;
+            }
+            batch.bytes.clear();
+            batch.lines.clear();
+            let _ = back.try_send(batch);
+        }
+        reading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// Lines the survey's reading thread hands over, one after another in `bytes`: for each,
+/// the bytes of the lines before it that were too short to look into, and its length.
+#[derive(Default)]
+struct Surveyed {
+    bytes: Vec<u8>,
+    lines: Vec<(u64, usize)>,
+}
+
+/// Reads the lines of plain files into `take` until the end (true), or until a line reads
+/// as interned (false).
+fn survey_lines(inputs: &[Input], take: &mut dyn FnMut(&[u8])) -> Result<bool, Error> {
     for input in inputs {
         let name = input.name();
         let file = std::fs::File::open(input.path().expect("a file"))
@@ -376,7 +442,7 @@ fn raw_survey(inputs: &[Input], interner: &mut intern::Writer) -> Result<bool, E
             if intern::is_interned(line.bytes) {
                 return Ok(false);
             }
-            interner.survey(line.bytes);
+            take(line.bytes);
         }
     }
     Ok(true)
@@ -781,10 +847,13 @@ mod tests {
         let interned = file("b.jsonl", &interned);
         let zst = file("c.jsonl.zst", &zstd::encode_all(&b"{}\n"[..], 3).unwrap());
         let mut w = intern::Writer::new(intern::DEFAULT_MIN, intern::DEFAULT_WINDOW);
-        assert!(raw_survey(std::slice::from_ref(&plain), &mut w).unwrap());
-        for other in [interned, zst, Input::Stdin] {
-            let inputs = [plain.clone(), other];
-            assert!(!raw_survey(&inputs, &mut w).unwrap(), "{:?}", inputs[1]);
+        for threads in [1, 2] {
+            assert!(raw_survey(std::slice::from_ref(&plain), threads, &mut w).unwrap());
+            for other in [&interned, &zst, &Input::Stdin] {
+                let inputs = [plain.clone(), other.clone()];
+                let whole = raw_survey(&inputs, threads, &mut w).unwrap();
+                assert!(!whole, "{:?}", inputs[1]);
+            }
         }
     }
 

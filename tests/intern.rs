@@ -513,9 +513,12 @@ fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
         ("growing", growing_log()),
     ];
     let files: Vec<_> = logs.iter().map(|(name, log)| write(name, log)).collect();
-    let pack = |paths: &[&std::path::Path]| {
-        stdout_ok(sess().args(["pack", "--frame-size", "16K"]).args(paths))
+    // Two threads: plain files are then read on one and surveyed on the other.
+    let pack_on = |threads: &str, paths: &[&std::path::Path]| {
+        let args = ["pack", "--frame-size", "16K", "--threads", threads];
+        stdout_ok(sess().args(args).args(paths))
     };
+    let pack = |paths: &[&std::path::Path]| pack_on("2", paths);
     let mut surveyed = 0;
     for ((name, log), (plain, zst)) in logs.iter().zip(&files) {
         let by_hand = pack(&[plain]);
@@ -523,6 +526,7 @@ fn the_first_pass_reads_plain_files_as_the_line_reader_reads_any_file() {
             by_hand == pack(&[zst]),
             "{name}: the two first passes differ"
         );
+        assert!(by_hand == pack_on("1", &[plain]), "{name}: one thread");
         // A packed input packs its events again: it reads back as they do.
         let events = stdout_ok(sess().arg("unpack").write_stdin(log.clone()));
         let back = stdout_ok(sess().arg("unpack").write_stdin(by_hand.clone()));
