@@ -653,6 +653,18 @@ struct Last {
     key: Vec<u8>,
 }
 
+impl Default for Last {
+    /// Read only once a run is open, which sets every field.
+    fn default() -> Last {
+        Last {
+            tag: RowKind::Text,
+            seq: 0,
+            time: 0,
+            key: Vec::new(),
+        }
+    }
+}
+
 fn member_key(m: &ChunkMember<'_>, key: &mut Vec<u8>) {
     key.clear();
     for part in [Some(m.turn), Some(m.step), Some(m.index), m.id, m.name] {
@@ -666,8 +678,9 @@ fn member_key(m: &ChunkMember<'_>, key: &mut Vec<u8>) {
 #[derive(Default)]
 pub struct ChunkPacker {
     run: ChunkRun,
-    /// The open run's last member; `None` when no run is open.
-    last: Option<Last>,
+    /// The open run's last member, when a run is open (`run.n > 0`); its key's buffer is
+    /// kept from run to run.
+    last: Last,
     scratch: Vec<u8>,
     /// Counters for `--stats`-style reporting.
     pub rows: u64,
@@ -704,26 +717,24 @@ impl ChunkPacker {
     ) -> io::Result<()> {
         member_key(m, &mut self.scratch);
         // DSH's rule: same kind and block, seq + 1, a time gap that is a safe integer.
-        let continues = self.last.as_ref().is_some_and(|l| {
-            l.tag == m.tag
-                && m.seq == l.seq + 1
-                && (m.time - l.time).abs() <= MAX_SAFE
-                && l.key == self.scratch
-        });
-        match &self.last {
-            Some(l) if continues => {
-                if self.run.n > 1 {
-                    self.run.dt.push(b',');
-                }
-                self.run
-                    .dt
-                    .extend_from_slice(itoa::Buffer::new().format(m.time - l.time).as_bytes());
-                self.run.texts.push(b',');
+        let l = &self.last;
+        let continues = self.run.n > 0
+            && l.tag == m.tag
+            && m.seq == l.seq + 1
+            && (m.time - l.time).abs() <= MAX_SAFE
+            && l.key == self.scratch;
+        if continues {
+            if self.run.n > 1 {
+                self.run.dt.push(b',');
             }
-            _ => {
-                self.flush(out)?;
-                self.start(m);
-            }
+            let dt = m.time - l.time;
+            self.run
+                .dt
+                .extend_from_slice(itoa::Buffer::new().format(dt).as_bytes());
+            self.run.texts.push(b',');
+        } else {
+            self.flush(out)?;
+            self.start(m);
         }
         self.run.texts.extend_from_slice(m.text);
         if self.run.n < MIN_RUN - 1 {
@@ -731,12 +742,7 @@ impl ChunkPacker {
             self.run.head.push(b'\n');
         }
         self.run.n += 1;
-        let last = self.last.get_or_insert_with(|| Last {
-            tag: m.tag,
-            seq: 0,
-            time: 0,
-            key: Vec::new(),
-        });
+        let last = &mut self.last;
         (last.tag, last.seq, last.time) = (m.tag, m.seq, m.time);
         std::mem::swap(&mut last.key, &mut self.scratch);
         Ok(())
@@ -768,25 +774,26 @@ impl ChunkPacker {
 
     /// Writes the open run: a row if it is long enough, else its events verbatim.
     fn flush<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
-        let run = std::mem::take(&mut self.run);
-        let last = self.last.take();
-        if run.n == 0 {
+        if self.run.n == 0 {
             return Ok(());
         }
-        if run.n < MIN_RUN {
-            out.write_all(&run.head)?;
-        } else {
-            let tag = last.map_or(RowKind::Text, |l| l.tag);
-            out.write_all(&run.prefix)?;
-            out.write_all(b",\"dt\":[")?;
-            out.write_all(&run.dt)?;
-            out.write_all(b"]")?;
-            out.write_all(&run.ident)?;
-            write!(out, ",\"{}\":[", tag.payload_key())?;
-            out.write_all(&run.texts)?;
-            out.write_all(b"]}}\n")?;
+        // The buffers stay for the next run: a DSH log opens a run every few lines.
+        let run = &mut self.run;
+        let n = std::mem::take(&mut run.n);
+        let written = write_run(run, n, self.last.tag, out);
+        for buf in [
+            &mut run.head,
+            &mut run.prefix,
+            &mut run.ident,
+            &mut run.dt,
+            &mut run.texts,
+        ] {
+            buf.clear();
+        }
+        written?;
+        if n >= MIN_RUN {
             self.rows += 1;
-            self.packed_events += run.n as u64;
+            self.packed_events += n as u64;
         }
         Ok(())
     }
@@ -795,6 +802,27 @@ impl ChunkPacker {
     pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
         self.flush(out)
     }
+}
+
+/// Writes a run of `n` members of kind `tag`: a row if it is long enough, else its events
+/// verbatim.
+fn write_run<W: Write + ?Sized>(
+    run: &ChunkRun,
+    n: usize,
+    tag: RowKind,
+    out: &mut W,
+) -> io::Result<()> {
+    if n < MIN_RUN {
+        return out.write_all(&run.head);
+    }
+    out.write_all(&run.prefix)?;
+    out.write_all(b",\"dt\":[")?;
+    out.write_all(&run.dt)?;
+    out.write_all(b"]")?;
+    out.write_all(&run.ident)?;
+    write!(out, ",\"{}\":[", tag.payload_key())?;
+    out.write_all(&run.texts)?;
+    out.write_all(b"]}}\n")
 }
 
 #[cfg(test)]
