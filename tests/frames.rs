@@ -460,6 +460,23 @@ fn a_damaged_block_header_that_runs_on_into_later_frames_is_damage_not_a_tear() 
 }
 
 #[test]
+fn a_torn_frame_too_large_to_hold_names_every_line_it_kept() {
+    // One frame of over 64 MiB (stock zstd of a large log), cut at nine tenths: its lines
+    // go out as they decode, before the tear is found.
+    let line = format!("{{\"type\":\"e\",\"text\":\"{}\"}}\n", "a".repeat(1000));
+    let data = line.repeat(80 << 10);
+    let mut z = zstd::bulk::Compressor::new(1).unwrap();
+    z.include_checksum(true).unwrap();
+    let file = z.compress(data.as_bytes()).unwrap();
+    let cut = &file[..file.len() * 9 / 10];
+    let (out, notices) = read(cut, Recovery::TolerateTail);
+    let kept = out.unwrap().iter().filter(|&&b| b == b'\n').count();
+    assert!(kept > (64 << 20) / line.len(), "{kept}");
+    let said = format!("kept {kept} complete line(s)");
+    assert!(notices[0].contains(&said), "{said}: {notices:?}");
+}
+
+#[test]
 fn damage_before_the_tail_is_an_error_and_skip_corrupt_skips_it() {
     let data = log(400);
     let (file, index) = framed(&data, 4096);

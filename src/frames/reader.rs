@@ -94,7 +94,9 @@ pub struct FrameReader<R: Read> {
     suspect: bool,
     /// Where the frame being decoded starts, while inside one.
     frame_start: Option<u64>,
-    released_unverified: bool,
+    /// Complete lines of the frame being decoded already made ready, before its checksum
+    /// (a frame over [`HOLD_LIMIT`] releases them as they come).
+    released: u64,
     done: bool,
     /// Whether the frame being decoded has a content checksum.
     checked: bool,
@@ -144,7 +146,7 @@ impl<R: Read> FrameReader<R> {
             carry: Vec::new(),
             suspect: false,
             frame_start: None,
-            released_unverified: false,
+            released: 0,
             done: false,
             checked: true,
             health: Arc::default(),
@@ -347,19 +349,19 @@ impl<R: Read> FrameReader<R> {
                 let out = std::mem::take(&mut self.hold);
                 self.release(out);
                 self.frame_start = None;
-                self.released_unverified = false;
+                self.released = 0;
                 Ok(())
             }
             Ok(_) => {
                 // A frame too large to hold whole releases its complete lines from here on
                 // as they come. The held buffer is handed over, not copied, and never grows
                 // past the limit.
-                if (self.released_unverified || self.hold.len() + self.scratch.len() > HOLD_LIMIT)
+                if (self.released > 0 || self.hold.len() + self.scratch.len() > HOLD_LIMIT)
                     && memchr::memrchr(b'\n', &self.hold).is_some()
                 {
                     let out = std::mem::take(&mut self.hold);
+                    self.released += memchr::memchr_iter(b'\n', &out).count() as u64;
                     self.release(out);
-                    self.released_unverified = true;
                 }
                 if consumed == 0 && produced == 0 {
                     if self.eof {
@@ -470,7 +472,7 @@ impl<R: Read> FrameReader<R> {
             "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
              line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
              a partial line",
-            memchr::memchr_iter(b'\n', &self.ready).count()
+            self.released + memchr::memchr_iter(b'\n', &self.ready).count() as u64
         ));
         self.done = true;
         Ok(())
@@ -494,7 +496,7 @@ impl<R: Read> FrameReader<R> {
     fn damage(&mut self, at: u64, why: &str) -> io::Result<()> {
         self.hold.clear();
         self.frame_start = None;
-        if self.released_unverified {
+        if self.released > 0 {
             return Err(invalid(format!(
                 "damage in the frame at byte {at} ({why}) after some of its lines were output"
             )));
