@@ -73,8 +73,8 @@ pub struct IoArgs {
     /// input is decompressed on a thread of its own, ahead of the rest, and output is
     /// written on another; unpack, and cat with nothing to select, expand packed rows of
     /// files on N helpers (at most one per core); pack reads files on one thread, packs on another and compresses frames on
-    /// a third; stats of folders reads that many logs at once. The output is the same
-    /// bytes.
+    /// a third (its first pass reads on one and surveys on another); stats of folders reads
+    /// that many logs at once. The output is the same bytes.
     #[arg(long, value_name = "N", default_value_t = all_cores(),
           hide_default_value = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
