@@ -25,8 +25,8 @@ pub struct Event<'a> {
     pub line: Line<'a>,
     /// For a member of a packed row: its position and the row's member count.
     pub member: Option<(usize, usize)>,
-    /// Whether the event is written back with a newline after it: always, but for a last
-    /// line without one read [`LastLine::Verbatim`].
+    /// Whether the event is written back with a newline after it: always, but for the last
+    /// input's last line without one, read [`LastLine::Verbatim`].
     pub newline: bool,
 }
 
@@ -47,6 +47,21 @@ pub enum LastLine {
     /// Every byte, for a byte-exact round trip: the line is kept as it is, with a warning.
     /// (`pack`, `unpack`.)
     Verbatim,
+    /// [`LastLine::Verbatim`] for an input that another input follows: the line is kept,
+    /// with a newline added and a warning, so that the next input's first line is not
+    /// joined to it (two records read as one line that is neither).
+    Between,
+}
+
+impl LastLine {
+    /// The rule for input `k` of `n`: only the last input's last line may stay without
+    /// its newline.
+    pub fn for_input(self, k: usize, n: usize) -> LastLine {
+        match self {
+            LastLine::Verbatim if k + 1 < n => LastLine::Between,
+            rule => rule,
+        }
+    }
 }
 
 /// Calls `f` with every logical event of every input, in order, until it says
@@ -91,8 +106,9 @@ pub fn each_event_or_row<S, E: From<Error>>(
     mut row: impl FnMut(&mut S, &str, &Line<'_>) -> Result<bool, E>,
     mut f: impl FnMut(&mut S, &str, &Event<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
-    for input in inputs {
+    for (k, input) in inputs.iter().enumerate() {
         let src = input::open(input, opts)?;
+        let last = last.for_input(k, inputs.len());
         if each_event_in(src, last, state, &mut row, &mut f)? == Flow::Stop {
             break;
         }
@@ -170,6 +186,9 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
             "a whole JSON value: kept as a record, with the newline added"
         }
         (_, LastLine::Verbatim) => "kept as it is",
+        (_, LastLine::Between) => {
+            "kept, with a newline added: another input follows, whose first line would join it"
+        }
     };
     eprintln!(
         "sess: warning: {}: the last line has no final newline ({} bytes at byte offset {}); {what}",
@@ -179,7 +198,7 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
     );
     match (line.ending, last) {
         (Ending::Torn, LastLine::Records) => None,
-        (_, LastLine::Records) => Some(true),
+        (_, LastLine::Records | LastLine::Between) => Some(true),
         (_, LastLine::Verbatim) => Some(false),
     }
 }

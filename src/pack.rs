@@ -238,7 +238,7 @@ fn read_files<E: From<Error> + From<io::Error>>(
     same: &mut Same,
     take: &mut dyn FnMut(Step<'_>) -> io::Result<bool>,
 ) -> Result<(), E> {
-    for input in inputs {
+    for (k, input) in inputs.iter().enumerate() {
         if !take(Step::Input(input.path()))? {
             return Ok(());
         }
@@ -246,7 +246,7 @@ fn read_files<E: From<Error> + From<io::Error>>(
         event::each_event(
             std::slice::from_ref(input),
             open,
-            LastLine::Verbatim,
+            LastLine::Verbatim.for_input(k, inputs.len()),
             |_, ev| {
                 same.event(ev);
                 stopped = !take(Step::Event(ev.bytes, ev.newline))?;

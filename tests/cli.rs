@@ -71,6 +71,74 @@ fn cat_concatenates_several_inputs() {
 }
 
 #[test]
+fn pack_and_unpack_of_several_inputs_never_join_an_inputs_last_line_to_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    // Last lines without a newline: a whole record, a torn one; then a whole input.
+    let whole = write("whole.jsonl", "{\"a\":1}\n{\"a\":2}");
+    let torn = write("torn.jsonl", "{\"a\":1}\n{\"a\":");
+    let next = write("next.jsonl", "{\"b\":1}\n");
+    let cases = [
+        (&whole, &next, "{\"a\":1}\n{\"a\":2}\n{\"b\":1}\n"),
+        (&torn, &next, "{\"a\":1}\n{\"a\":\n{\"b\":1}\n"),
+        // The last input's last line stays as it is.
+        (&next, &whole, "{\"b\":1}\n{\"a\":1}\n{\"a\":2}"),
+    ];
+    for (first, second, want) in cases {
+        for threads in ["1", "2"] {
+            let run = |args: &[&str]| {
+                stdout_ok(
+                    sess()
+                        .args(args)
+                        .args(["--threads", threads])
+                        .arg(first)
+                        .arg(second),
+                )
+            };
+            let what = format!("{} {} on {threads}", first.display(), second.display());
+            assert_eq!(
+                String::from_utf8(run(&["unpack"])).unwrap(),
+                want,
+                "unpack {what}"
+            );
+            assert_eq!(
+                String::from_utf8(run(&["pack", "--plain"])).unwrap(),
+                want,
+                "{what}"
+            );
+            let packed = run(&["pack"]);
+            let back = stdout_ok(sess().arg("unpack").write_stdin(packed));
+            assert_eq!(String::from_utf8(back).unwrap(), want, "pack {what}");
+        }
+        // The first input from a pipe: packed as it arrives.
+        let piped = sess()
+            .args(["pack", "--plain", "-"])
+            .arg(second)
+            .write_stdin(std::fs::read(first).unwrap())
+            .output()
+            .unwrap();
+        assert!(piped.status.success());
+        assert_eq!(
+            String::from_utf8(piped.stdout).unwrap(),
+            want,
+            "from a pipe"
+        );
+    }
+    sess()
+        .arg("unpack")
+        .arg(&whole)
+        .arg(&next)
+        .assert()
+        .stderr(predicate::str::contains(
+            "with a newline added: another input follows",
+        ));
+}
+
+#[test]
 fn cat_selects_by_a_kind_as_the_profiles_read_it() {
     // Kinds as `sess stats` lists them: a top-level type refined by the field a profile
     // names for it (Codex's payload.type, Claude Code's data.type), and a type that is

@@ -205,7 +205,7 @@ fn read_stream(
     tx: &mpsc::SyncSender<Msg>,
 ) -> Result<()> {
     let mut read = Ok(());
-    for input in inputs {
+    for (k, input) in inputs.iter().enumerate() {
         hand_over(pending, tx);
         let _ = tx.send(Msg::Input(input.path().map(Path::to_path_buf)));
         let mut src = match sess::input::open(input, opts) {
@@ -222,7 +222,7 @@ fn read_stream(
         src.reader = Box::new(FirstThen::new(src.reader, first));
         let events = sess::event::each_event_in(
             src,
-            LastLine::Verbatim,
+            LastLine::Verbatim.for_input(k, inputs.len()),
             &mut (),
             &mut |_, _, _| Ok::<_, anyhow::Error>(false),
             &mut |_, _, ev| {

@@ -163,9 +163,10 @@ fn read(
     last: LastLine,
     order: &mut Order<'_>,
 ) -> Result<(), Fail> {
-    for input in inputs {
+    for (k, input) in inputs.iter().enumerate() {
         let src = input::open(input, opts)?;
         let name = src.name.clone();
+        let last = last.for_input(k, inputs.len());
         let mut batch = Batch::default();
         let read = input::each_line_of(src, &mut |name: &str, line: Line<'_>| {
             if let Some(e) = not_jsonl(name, &line) {
