@@ -142,27 +142,45 @@ pub const ONLY_FRAME_LEVEL: i32 = 9;
 /// to bound memory (each is at most a frame's size, and the frame compressed).
 const IN_FLIGHT: usize = 2;
 
-/// A compressed frame and what it holds, or why compressing failed.
-type Compressed = io::Result<(Vec<u8>, FrameMeta)>;
+/// A frame's bytes, compressed, and what it holds (the frame's own bytes come back too,
+/// for their buffer to hold the next frame), or why compressing failed.
+type Compressed = io::Result<Done>;
 
-/// The thread that compresses frames, in the order they are cut.
+struct Done {
+    plain: Vec<u8>,
+    z: Vec<u8>,
+    meta: FrameMeta,
+}
+
+/// The thread that compresses frames, in the order they are cut. Buffers go round: a frame
+/// goes out with a buffer for its compressed bytes, and both come back, so that no frame
+/// costs fresh memory (the page faults of 8 MiB a frame were a tenth of packing's thread).
 struct Worker {
-    jobs: std::sync::mpsc::SyncSender<(Vec<u8>, FrameMeta)>,
+    jobs: std::sync::mpsc::SyncSender<(Vec<u8>, Vec<u8>)>,
     done: std::sync::mpsc::Receiver<Compressed>,
     in_flight: usize,
+    /// Buffers back from the thread, to be used again.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Worker {
-    fn start(level: i32) -> io::Result<Worker> {
+    fn start(level: i32, first_seq: fn(&[u8]) -> Option<i64>) -> io::Result<Worker> {
         let mut compressor = compressor(level)?;
-        let (jobs, todo) = std::sync::mpsc::sync_channel::<(Vec<u8>, FrameMeta)>(IN_FLIGHT);
+        let (jobs, todo) = std::sync::mpsc::sync_channel::<(Vec<u8>, Vec<u8>)>(IN_FLIGHT);
         let (finished, done) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("sess-compress".into())
             .spawn(move || {
-                for (plain, meta) in todo {
-                    let z = compressor.compress(&plain).map(|z| (z, meta));
-                    if finished.send(z).is_err() {
+                for (plain, mut z) in todo {
+                    let meta = FrameMeta::of(&plain, first_seq);
+                    z.clear();
+                    z.reserve(zstd::zstd_safe::compress_bound(plain.len()));
+                    let done = compressor.compress_to_buffer(&plain, &mut z).map(|_| Done {
+                        plain,
+                        z,
+                        meta,
+                    });
+                    if finished.send(done).is_err() {
                         return;
                     }
                 }
@@ -171,7 +189,15 @@ impl Worker {
             jobs,
             done,
             in_flight: 0,
+            spare: Vec::new(),
         })
+    }
+
+    /// A buffer to fill, emptied.
+    fn buffer(&mut self) -> Vec<u8> {
+        let mut b = self.spare.pop().unwrap_or_default();
+        b.clear();
+        b
     }
 
     /// The next frame compressed, in order.
@@ -198,7 +224,7 @@ pub struct FrameWriter<W: Write> {
     opts: FrameOptions,
     compressor: zstd::bulk::Compressor<'static>,
     /// With [`FrameOptions::compress_thread`]: the thread frames are compressed on.
-    worker: Option<Worker>,
+    worker: Option<Box<Worker>>,
     /// Frames cut so far: written, or in flight to the worker.
     cut: usize,
     /// Uncompressed bytes not yet in a frame; may end inside a line.
@@ -216,7 +242,7 @@ pub struct FrameWriter<W: Write> {
 impl<W: Write> FrameWriter<W> {
     pub fn new(out: W, opts: FrameOptions) -> io::Result<FrameWriter<W>> {
         let worker = match opts.compress_thread {
-            true => Some(Worker::start(opts.level)?),
+            true => Some(Box::new(Worker::start(opts.level, opts.first_seq)?)),
             false => None,
         };
         Ok(FrameWriter {
@@ -262,11 +288,20 @@ impl<W: Write> FrameWriter<W> {
 
     /// Writes the frames in flight to the compression thread, waiting for each.
     fn drain(&mut self) -> io::Result<()> {
-        while let Some(w) = self.worker.as_mut().filter(|w| w.in_flight > 0) {
-            let (z, meta) = w.next()?;
-            self.write_compressed(&z, meta)?;
+        while self.worker.as_ref().is_some_and(|w| w.in_flight > 0) {
+            self.write_next()?;
         }
         Ok(())
+    }
+
+    /// Writes the next frame back from the compression thread, and keeps its buffers.
+    fn write_next(&mut self) -> io::Result<()> {
+        let w = self.worker.as_mut().expect("a compression thread");
+        let Done { plain, z, meta } = w.next()?;
+        let written = self.write_compressed(&z, meta);
+        let w = self.worker.as_mut().expect("a compression thread");
+        w.spare.extend([plain, z]);
+        written
     }
 
     /// Copies a frame compressed elsewhere (by an earlier writer) as it is, after writing
@@ -342,18 +377,19 @@ impl<W: Write> FrameWriter<W> {
         self.cutter.reset();
         self.cut += 1;
         if let Some(w) = &mut self.worker {
-            let meta = FrameMeta::of(&self.pending[..n], self.opts.first_seq);
             // The frame's bytes move to the thread; only what follows them is copied.
-            let rest = self.pending.split_off(n);
+            let mut rest = w.buffer();
+            rest.extend_from_slice(&self.pending[n..]);
+            self.pending.truncate(n);
             let plain = std::mem::replace(&mut self.pending, rest);
+            let z = w.buffer();
             w.jobs
-                .send((plain, meta))
+                .send((plain, z))
                 .map_err(|_| io::Error::other("the compression thread stopped"))?;
             w.in_flight += 1;
             // Written as they come back, so that at most IN_FLIGHT frames wait.
             if w.in_flight >= IN_FLIGHT {
-                let (z, meta) = w.next()?;
-                self.write_compressed(&z, meta)?;
+                self.write_next()?;
             }
             return Ok(());
         }
