@@ -48,6 +48,15 @@ pub struct Record {
     pub at: u64,
 }
 
+/// Whether `path` names a file under the root: relative, every part a name (no `..`).
+fn within(path: &str) -> bool {
+    let path = Path::new(path);
+    !path.as_os_str().is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 impl Record {
     /// The record of undoing this one, made now.
     pub fn undone(&self) -> Record {
@@ -123,9 +132,12 @@ impl Journal {
                 continue;
             }
             match serde_json::from_slice::<Record>(line) {
-                Ok(r) => {
+                Ok(r) if within(&r.path) && within(&r.into) => {
                     self.last.insert(r.path.clone(), r);
                 }
+                // A journal written by sess names files under its root only: one naming
+                // another place (`..`, an absolute path) is not acted on.
+                Ok(_) => self.unreadable.push(n as u64 + 1),
                 // A last line without its newline was being appended when a crash came:
                 // its log was not removed yet (that comes after the line is synced).
                 Err(_) if n == torn => {}
@@ -235,6 +247,24 @@ mod tests {
         fs::write(&path, text).unwrap();
         let j = Journal::open(dir.path(), false).unwrap().unwrap();
         assert_eq!(j.unreadable, vec![1]);
+    }
+
+    #[test]
+    fn a_record_naming_a_file_outside_the_root_is_not_acted_on() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut j = Journal::open(dir.path(), true).unwrap().unwrap();
+            j.append(record(Op::Compact, "p/a.jsonl")).unwrap();
+            for outside in ["../a.jsonl", "/tmp/a.jsonl", "p/../../a.jsonl", ""] {
+                j.append(record(Op::Compact, outside)).unwrap();
+            }
+            let mut into = record(Op::Compact, "b.jsonl");
+            into.into = "../b.jsonl.zst".into();
+            j.append(into).unwrap();
+        }
+        let j = Journal::open(dir.path(), false).unwrap().unwrap();
+        assert_eq!(j.compacted(), vec![record(Op::Compact, "p/a.jsonl")]);
+        assert_eq!(j.unreadable, vec![2, 3, 4, 5, 6]);
     }
 
     #[test]
