@@ -630,7 +630,7 @@ impl Writer {
 
     /// Whether [`Writer::survey`] looks into a line of `len` bytes: one that cannot hold a
     /// value of `min` bytes may be passed over with [`Writer::survey_passed`] instead.
-    pub fn surveys(&self, len: usize) -> bool {
+    fn surveys(&self, len: usize) -> bool {
         self.min > 0 && len >= self.min
     }
 
