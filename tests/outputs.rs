@@ -115,6 +115,21 @@ fn output_to_a_device_or_a_fifo_is_written_through() {
     let meta = std::fs::symlink_metadata(&fifo).unwrap();
     assert!(!meta.is_file(), "the FIFO is still a FIFO");
     assert!(temp_files(dir.path()).is_empty());
+    // /dev/stdout on a pipe (as here) links to no path, `pipe:[N]`: still the pipe.
+    if std::path::Path::new("/dev/stdout").exists() {
+        let out = sess()
+            .arg("cat")
+            .arg(testdata("pi-new.jsonl"))
+            .args(["-o", "/dev/stdout"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, std::fs::read(testdata("pi-new.jsonl")).unwrap());
+    }
 }
 
 #[test]

@@ -378,7 +378,9 @@ fn resolve(path: Option<&Path>, inputs: &[PathBuf], existing: Existing) -> Resul
     };
     let name = p.display().to_string();
     let real = resolve_links(p).at(Place::file(&name), "cannot follow the link")?;
-    let meta = fs::metadata(&real).ok();
+    // A link to no path (`/dev/stdout` on a pipe reads `pipe:[N]`) is followed by the
+    // kernel only: to a FIFO or a socket, written as it is.
+    let meta = fs::metadata(&real).ok().or_else(|| fs::metadata(p).ok());
     if let Some(m) = &meta {
         check_target(&name, m, inputs, existing)?;
         if !m.is_file() {
