@@ -215,8 +215,11 @@ impl Stats {
         self.events
             .add(ev.bytes.len() as u64 + u64::from(ev.newline));
         self.pack.event(ev.bytes, ev.newline);
-        // Writing to a counter cannot fail.
-        let _ = self.filter.event(ev.bytes, ev.newline, &mut self.filtered);
+        // `sess filter` reads a last line without its newline as a record (the newline
+        // added) or drops it as torn. Writing to a counter cannot fail.
+        if !ev.line.is_torn() {
+            let _ = self.filter.event(ev.bytes, true, &mut self.filtered);
+        }
     }
 
     /// Runs what `sess pack` would write on a thread of its own: the tallies and the

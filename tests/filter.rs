@@ -349,6 +349,16 @@ fn stats_shows_classes_and_what_filter_saves() {
         .stdout;
     assert_eq!(v["filtered_bytes"], filtered.len());
     assert_eq!(v["filter_profile"], "pi");
+    // A last line without its newline: filter adds it to a record and drops a torn one.
+    for log in [
+        "{\"type\":\"a\"}\n{\"type\":\"b\"}",
+        "{\"type\":\"a\"}\n{\"type\":\"b\",",
+    ] {
+        let out = stdout_ok(sess().args(["stats", "--json"]).write_stdin(log));
+        let all: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let filtered = stdout_ok(sess().arg("filter").write_stdin(log));
+        assert_eq!(all["files"][0]["filtered_bytes"], filtered.len(), "{log}");
+    }
 }
 
 #[test]
