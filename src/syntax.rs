@@ -46,14 +46,21 @@ impl Tally {
     /// Checks one line of input `name`. A torn last line is left to the torn-line policy,
     /// which warns about it on its own. A first line that is not blank, is not JSON, and
     /// holds a NUL byte (which JSON text never holds) or is not UTF-8, is binary input: an
-    /// error in any mode but [`LineCheck::Off`].
+    /// error in any mode but [`LineCheck::Off`]; so is a first line that is torn (an input
+    /// without a newline: a file of NUL bytes, an executable that holds none).
     pub fn line(&mut self, name: &str, line: &Line<'_>) -> Result<()> {
-        if self.check == LineCheck::Off || line.is_torn() {
+        if self.check == LineCheck::Off {
             return Ok(());
         }
         let blank = line.bytes.trim_ascii().is_empty();
         let first = !blank && !self.content;
         self.content |= !blank;
+        if line.is_torn() {
+            return match binary(line.bytes).filter(|_| first) {
+                Some((at, why)) => Err(binary_input(name, line, at, why)),
+                None => Ok(()),
+            };
+        }
         let bad = match self.check {
             LineCheck::Strict => json::validate(line.bytes).err(),
             _ if looks_whole(line.bytes) => None,
@@ -65,11 +72,7 @@ impl Tally {
             .column(e.offset as u64 + 1)
             .offset(line.offset + e.offset as u64);
         if first && let Some((at, why)) = binary(line.bytes) {
-            let at = Place::file(name).offset(line.offset + at as u64);
-            return Err(Error::invalid(
-                at,
-                format!("binary data, not a JSONL log ({why})"),
-            ));
+            return Err(binary_input(name, line, at, why));
         }
         let what = format!("invalid JSON: {e}");
         if self.check == LineCheck::Strict {
@@ -94,6 +97,11 @@ impl Tally {
              (--strict makes this an error)"
         ))
     }
+}
+
+fn binary_input(name: &str, line: &Line<'_>, at: usize, why: &str) -> Error {
+    let at = Place::file(name).offset(line.offset + at as u64);
+    Error::invalid(at, format!("binary data, not a JSONL log ({why})"))
 }
 
 /// Where and why a line that is not JSON is binary data rather than text.
@@ -220,5 +228,34 @@ mod tests {
         };
         t.line("f", &torn).unwrap();
         assert_eq!(t.summary("f"), None);
+        // Unless it is the first line, and binary: an input without a newline.
+        for (bytes, why) in [
+            (&b"\0\0\0\0"[..], "a NUL byte"),
+            (b"MZ\x90\xff", "not UTF-8"),
+        ] {
+            let mut t = Tally::new(LineCheck::Warn);
+            t.line("g", &line(b" ", 1)).unwrap();
+            let first = Line {
+                ending: Ending::Torn,
+                ..line(bytes, 2)
+            };
+            let e = t.line("g", &first).unwrap_err().to_string();
+            assert!(
+                e.contains("binary data, not a JSONL log") && e.contains(why),
+                "{e}"
+            );
+        }
+        let mut t = Tally::new(LineCheck::Warn);
+        let text = Line {
+            ending: Ending::Torn,
+            ..line(b"{\"a\":\"cut", 1)
+        };
+        t.line("h", &text).unwrap();
+        // A zero-filled tail after lines is a torn last line, as before.
+        let tail = Line {
+            ending: Ending::Torn,
+            ..line(b"\0\0\0", 2)
+        };
+        t.line("h", &tail).unwrap();
     }
 }
