@@ -321,6 +321,32 @@ fn custom_profiles_from_flags_and_files() {
 }
 
 #[test]
+fn classes_given_on_the_command_line_apply_to_a_log_no_profile_knows() {
+    // No profile recognises this log: auto stays undecided, and the user's classes
+    // apply to `none`, as `--profile none` would have them.
+    let log = "{\"type\":\"p\",\"v\":1}\n{\"type\":\"p\",\"v\":2}\n{\"type\":\"done\",\"v\":2}\n";
+    for flags in [&["--frame", "p=done"][..], &["--mirror", "p"]] {
+        let auto = stdout_ok(sess().arg("filter").args(flags).write_stdin(log));
+        let none = stdout_ok(
+            sess()
+                .args(["filter", "--profile", "none"])
+                .args(flags)
+                .write_stdin(log),
+        );
+        assert_eq!(auto, none, "{flags:?}");
+        assert_eq!(
+            String::from_utf8(auto).unwrap(),
+            "{\"type\":\"done\",\"v\":2}\n"
+        );
+    }
+    // Without any, every line of such a log is a fact.
+    assert_eq!(
+        stdout_ok(sess().arg("filter").write_stdin(log)),
+        log.as_bytes()
+    );
+}
+
+#[test]
 fn stats_shows_classes_and_what_filter_saves() {
     let out = sess()
         .args(["stats", "--json"])

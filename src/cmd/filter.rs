@@ -30,7 +30,7 @@ a larger one keeps its type, its identifiers (clipped), and the tail of its text
 Profiles: auto (the default; chosen per input from its header line, type vocabulary or file \
 name), none, a profile's name ('sess profiles' lists them), or a profile file (see \
 docs/FORMAT.md); --frame, --mirror, --boundary and --fact adjust whichever profile is \
-chosen.";
+chosen, and none while auto has chosen none.";
 
 const EXAMPLES: &str = "Examples:
   sess filter run.jsonl > run.facts.jsonl

@@ -828,6 +828,13 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+            && self.mirrors.is_empty()
+            && self.boundaries.is_empty()
+            && self.facts.is_empty()
+    }
+
     pub fn apply(&self, p: &mut Profile) -> Result<()> {
         for f in &self.frames {
             p.add_frame_flag(f)?;
@@ -854,14 +861,19 @@ pub struct Chooser {
     overrides: Overrides,
     detector: Option<detect::Detector<'static>>,
     chosen: Option<Profile>,
+    /// While an `auto` choice is undecided: `none` with the overrides, when there are any,
+    /// so that the classes a user gives apply to a log no profile knows.
+    fallback: Option<Profile>,
 }
 
 impl Chooser {
     /// Fails when the overrides do not apply (a malformed `--frame`).
     pub fn new(choice: Choice, overrides: Overrides) -> Result<Chooser> {
-        overrides.apply(&mut Profile::none())?;
+        let mut fallback = Profile::none();
+        overrides.apply(&mut fallback)?;
         let mut c = Chooser {
             choice,
+            fallback: (!overrides.is_empty()).then_some(fallback),
             overrides,
             detector: None,
             chosen: None,
@@ -892,8 +904,8 @@ impl Chooser {
         p
     }
 
-    /// The profile for this line and the ones after it; `None` while undecided (the line
-    /// is then a fact).
+    /// The profile for this line and the ones after it; while undecided, `none` with the
+    /// overrides, or `None` when there are none (the line is then a fact).
     pub fn see(&mut self, line: &[u8]) -> Option<&Profile> {
         if self.chosen.is_none()
             && let Some(d) = &mut self.detector
@@ -904,11 +916,11 @@ impl Chooser {
                 self.detector = None;
             }
         }
-        self.chosen.as_ref()
+        self.current()
     }
 
-    /// The profile in force, once decided.
+    /// The profile in force: the one decided, else the fallback ([`Chooser::see`]).
     pub fn current(&self) -> Option<&Profile> {
-        self.chosen.as_ref()
+        self.chosen.as_ref().or(self.fallback.as_ref())
     }
 }
