@@ -131,6 +131,35 @@ fn an_interrupted_run_is_finished_by_the_next_and_undone_whole() {
 }
 
 #[test]
+fn a_log_an_interrupted_run_set_aside_goes_only_when_it_is_the_one_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let log = &logs[0];
+    let original = fs::read(log).unwrap();
+    compact(dir.path(), &["--apply"]);
+    // What a kill between setting the log aside and removing it leaves, from a run whose
+    // process is gone: once as compacted, once with a line a writer appended meanwhile.
+    let folder = log.parent().unwrap();
+    let same = folder.join(".sess-compact-4194304-aside-0.tmp");
+    let grown = folder.join(".sess-compact-4194304-aside-1.tmp");
+    fs::write(&same, &original).unwrap();
+    fs::write(&grown, [&original[..], b"{\"type\":\"late\"}\n"].concat()).unwrap();
+    let out = sess()
+        .args(["compact", "--apply"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!same.exists(), "the log as compacted is in its packed form");
+    assert!(!folder.join("sess-compact-4194304-aside-0.jsonl").exists());
+    assert!(!grown.exists());
+    let kept = folder.join("sess-compact-4194304-aside-1.jsonl");
+    assert!(fs::read(&kept).unwrap().ends_with(b"{\"type\":\"late\"}\n"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("kept as"), "{said}");
+}
+
+#[test]
 fn a_packed_form_of_something_else_is_never_taken_for_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("a.jsonl");

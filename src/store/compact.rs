@@ -175,7 +175,7 @@ pub fn compact(
 ) -> io::Result<()> {
     let journal = if opts.apply {
         let j = Journal::open(root, true)?.expect("created");
-        remove_stale_temps(root);
+        remove_stale_temps(root, &j);
         Some(j)
     } else {
         None
@@ -503,7 +503,7 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
     let Some(mut journal) = Journal::open(root, false)? else {
         return Ok(false);
     };
-    remove_stale_temps(root);
+    remove_stale_temps(root, &journal);
     for line in journal.unreadable.clone() {
         each(&Step {
             path: journal.path().to_path_buf(),
@@ -697,7 +697,9 @@ fn relative(root: &Path, p: &Path) -> String {
 
 /// Removes the temporary files a crash left in `root`: only compact makes files of this
 /// name, and one whose process still runs (a run on a folder inside this one) is left.
-fn remove_stale_temps(root: &Path) {
+/// A log set aside (step 7) goes only when it is the log the journal recorded; else it
+/// holds bytes written after it was packed, and is kept ([`keep_aside`]).
+fn remove_stale_temps(root: &Path, journal: &Journal) {
     let walk = walkdir::WalkDir::new(root).follow_links(false);
     for e in walk.into_iter().flatten() {
         let name = e.file_name().to_string_lossy();
@@ -707,9 +709,45 @@ fn remove_stale_temps(root: &Path) {
         else {
             continue;
         };
-        if e.file_type().is_file() && !owner_runs(rest) {
-            let _ = fs::remove_file(e.path());
+        if !e.file_type().is_file() || owner_runs(rest) {
+            continue;
         }
+        if rest.contains("-aside-") && !as_recorded(root, e.path(), journal) {
+            keep_aside(e.path());
+            continue;
+        }
+        let _ = fs::remove_file(e.path());
+    }
+}
+
+/// Whether a log set aside holds what the journal recorded of a log compacted in its
+/// folder (its packed form then holds every byte of it).
+fn as_recorded(root: &Path, aside: &Path, journal: &Journal) -> bool {
+    let Ok(found) = hash_file(aside) else {
+        return false;
+    };
+    journal
+        .compacted()
+        .iter()
+        .any(|r| root.join(&r.path).parent() == aside.parent() && (r.bytes, r.crc32) == found)
+}
+
+/// Keeps a log set aside that is not the one compacted, under a name no run removes
+/// (never over a file there), and says so.
+fn keep_aside(aside: &Path) {
+    let name = aside.file_name().unwrap_or_default().to_string_lossy();
+    let kept_name = format!(
+        "{}.jsonl",
+        name.trim_start_matches('.').trim_end_matches(".tmp")
+    );
+    let kept = aside.with_file_name(kept_name);
+    if fs::hard_link(aside, &kept).is_ok() && fs::remove_file(aside).is_ok() {
+        eprintln!(
+            "sess: warning: {}: a log an interrupted run set aside holds bytes the journal does \
+             not know (written after it was packed?): kept as {}",
+            aside.display(),
+            kept.display()
+        );
     }
 }
 
