@@ -321,6 +321,26 @@ fn custom_profiles_from_flags_and_files() {
 }
 
 #[test]
+fn a_crlf_log_filters_to_crlf_lines_projected_boundaries_included() {
+    let lf = std::fs::read(testdata("pi-new.jsonl")).unwrap();
+    let crlf: Vec<u8> = lf
+        .split_inclusive(|&b| b == b'\n')
+        .flat_map(|l| [&l[..l.len() - 1], b"\r\n"].concat())
+        .collect();
+    let want = stdout_ok(sess().arg("filter").write_stdin(lf));
+    let got = stdout_ok(sess().arg("filter").write_stdin(crlf));
+    assert!(
+        got.split_inclusive(|&b| b == b'\n')
+            .all(|l| l.ends_with(b"\r\n"))
+    );
+    let stripped: Vec<u8> = got.into_iter().filter(|&b| b != b'\r').collect();
+    assert_eq!(
+        String::from_utf8(stripped).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+}
+
+#[test]
 fn classes_given_on_the_command_line_apply_to_a_log_no_profile_knows() {
     // No profile recognises this log: auto stays undecided, and the user's classes
     // apply to `none`, as `--profile none` would have them.

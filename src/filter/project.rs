@@ -17,10 +17,15 @@ pub fn project(line: &[u8], how: &Projection) -> Option<Vec<u8>> {
         .map(|r| (r.field.split('.').collect(), r))
         .collect();
     let rules: Vec<(&[&str], &Replace)> = rules.iter().map(|(p, r)| (&p[..], *r)).collect();
-    let mut out = Vec::with_capacity(256);
     let start = json::skip_ws(line, 0);
+    // The whitespace around the object stays, a CRLF log's `\r` with it.
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&line[..start]);
     let end = object(line, start, &rules, how.scalars_only, &mut out)?;
-    (json::skip_ws(line, end) == line.len()).then_some(out)
+    (json::skip_ws(line, end) == line.len()).then(|| {
+        out.extend_from_slice(&line[end..]);
+        out
+    })
 }
 
 /// Writes the projection of the object at `b[i]`; returns the index after it. `rules`
