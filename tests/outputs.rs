@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::Duration;
 
-use common::{sess, testdata};
+use common::{sess, stdout_ok, testdata};
 use predicates::prelude::*;
 
 fn spawn(args: &[&str], dir: &Path) -> Child {
@@ -117,18 +117,13 @@ fn output_to_a_device_or_a_fifo_is_written_through() {
     assert!(temp_files(dir.path()).is_empty());
     // /dev/stdout on a pipe (as here) links to no path, `pipe:[N]`: still the pipe.
     if std::path::Path::new("/dev/stdout").exists() {
-        let out = sess()
-            .arg("cat")
-            .arg(testdata("pi-new.jsonl"))
-            .args(["-o", "/dev/stdout"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = stdout_ok(
+            sess()
+                .arg("cat")
+                .arg(testdata("pi-new.jsonl"))
+                .args(["-o", "/dev/stdout"]),
         );
-        assert_eq!(out.stdout, std::fs::read(testdata("pi-new.jsonl")).unwrap());
+        assert_eq!(out, std::fs::read(testdata("pi-new.jsonl")).unwrap());
     }
 }
 
