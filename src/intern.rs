@@ -498,6 +498,10 @@ pub struct Writer {
     arrays: HashMap<u64, LastArray>,
     /// The paths of the arrays the last line defined.
     last_arrays: Vec<u64>,
+    /// Scratch for [`children`]: the commas of one container, and the children of the
+    /// containers being walked, innermost last.
+    commas: Vec<usize>,
+    kids: Vec<Kid>,
     /// Ids no later line will refer to, as `[from, to)` ranges, for the next interned line
     /// to tell readers.
     free: Vec<[u64; 2]>,
@@ -587,6 +591,8 @@ impl Writer {
             last_defs: Vec::new(),
             arrays: HashMap::new(),
             last_arrays: Vec::new(),
+            commas: Vec::new(),
+            kids: Vec::new(),
             free: Vec::new(),
         }
     }
@@ -597,6 +603,8 @@ impl Writer {
         let (mut refs, mut defs) = (Vec::new(), Vec::new());
         self.last_defs.clear();
         self.last_arrays.clear();
+        // What an error left (the walk returns early on one).
+        self.kids.clear();
         if self.min > 0 && line.len() >= self.min {
             let end = json::skip_value(line, 0).unwrap_or(0);
             let start = json::skip_ws(line, 0);
@@ -659,9 +667,13 @@ impl Writer {
         if v[0] == b'"' || depth >= MAX_DEPTH {
             return;
         }
-        for kid in children(b, start, end) {
-            self.count(b, kid.start, kid.end, depth + 1, at);
+        let first = self.kids.len();
+        children(b, start, end, self.min, &mut self.commas, &mut self.kids);
+        for k in first..self.kids.len() {
+            let Kid { start, end, .. } = self.kids[k];
+            self.count(b, start, end, depth + 1, at);
         }
+        self.kids.truncate(first);
     }
 
     /// Forgets what a survey saw so far, for it to start again from the first line.
@@ -751,16 +763,28 @@ impl Writer {
         let refs_before = refs.len();
         let array = v[0] == b'[' && v.len() >= ARRAY_MIN;
         if array {
-            // Scanned once: an array's prefix ref needs its element ends too.
-            let kids: Vec<Kid> = children(b, start, end).collect();
+            // Every element: an array's prefix ref needs their ends.
+            let mut kids = Vec::new();
+            children(b, start, end, 0, &mut self.commas, &mut kids);
             let from = self.array(b, start, end, &kids, path, refs, defs)?;
             for kid in kids.into_iter().filter(|k| k.start >= from) {
                 self.walk_kid(b, kid, depth, path, refs, defs)?;
             }
         } else {
-            for kid in children(b, start, end) {
+            let first = self.kids.len();
+            children(
+                b,
+                start,
+                end,
+                self.min.max(2),
+                &mut self.commas,
+                &mut self.kids,
+            );
+            for k in first..self.kids.len() {
+                let kid = self.kids[k].clone();
                 self.walk_kid(b, kid, depth, path, refs, defs)?;
             }
+            self.kids.truncate(first);
         }
         // A definition with refs inside is not there as bytes for zstd to see, and a reader
         // needs what they stand for to have it.
@@ -1004,41 +1028,68 @@ fn key(crc: u32, len: usize) -> u64 {
 
 /// A value directly inside a container: an object's member value or an array's element,
 /// with its key (the raw key's bytes, quotes included; empty in an array).
+#[derive(Clone)]
 struct Kid {
     key: std::ops::Range<usize>,
     start: usize,
     end: usize,
 }
 
-/// The values directly inside the container `b[start..end]`. Stops at anything malformed.
-fn children(b: &[u8], start: usize, end: usize) -> impl Iterator<Item = Kid> + '_ {
+/// Pushes onto `kids` the values directly inside the container `b[start..end]` that are
+/// `min` bytes or longer, in order; `commas` is scratch. The container's commas are found
+/// 64 bytes at a time ([`json::blocks::separators`]), and a child is read only when the
+/// span between two of them is long enough to hold one of `min` bytes: most are not (a
+/// chunk row's `texts` are short strings), and reading each, at every depth, was most of
+/// the cost of interning. Stops at anything malformed.
+fn children(
+    b: &[u8],
+    start: usize,
+    end: usize,
+    min: usize,
+    commas: &mut Vec<usize>,
+    kids: &mut Vec<Kid>,
+) {
+    commas.clear();
+    if json::blocks::separators(b, start, commas) != Some(end) {
+        return;
+    }
     let object = b[start] == b'{';
-    let mut i = start + 1;
-    std::iter::from_fn(move || {
-        i = json::skip_ws(b, i);
-        if i >= end - 1 {
+    let mut from = start + 1;
+    for &to in commas.iter().chain([end - 1].iter()) {
+        let span = std::mem::replace(&mut from, to + 1)..to;
+        if span.len() < min.max(1) {
+            continue;
+        }
+        let Some(kid) = child(b, span, object) else {
+            return;
+        };
+        if kid.end - kid.start >= min {
+            kids.push(kid);
+        }
+    }
+}
+
+/// The member (`object`) or element between two commas of a container, whitespace around
+/// it trimmed; `None` when it is not one.
+fn child(b: &[u8], span: std::ops::Range<usize>, object: bool) -> Option<Kid> {
+    let mut end = span.end;
+    while end > span.start && json::is_ws(b[end - 1]) {
+        end -= 1;
+    }
+    let mut start = json::skip_ws(b, span.start);
+    let mut key = start..start;
+    if object {
+        if b.get(start) != Some(&b'"') {
             return None;
         }
-        if b[i] == b',' {
-            i = json::skip_ws(b, i + 1);
+        key.end = json::string_end(b, start).filter(|&e| e < end)?;
+        let colon = json::skip_ws(b, key.end);
+        if b.get(colon) != Some(&b':') {
+            return None;
         }
-        let mut key = i..i;
-        if object {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let key_end = json::string_end(b, i)?;
-            key = i..key_end;
-            i = json::skip_ws(b, key_end);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            i = json::skip_ws(b, i + 1);
-        }
-        let start = i;
-        i = json::skip_value(b, start).filter(|&e| e < end)?;
-        Some(Kid { key, start, end: i })
-    })
+        start = json::skip_ws(b, colon + 1);
+    }
+    (start < end).then_some(Kid { key, start, end })
 }
 
 /// The path of a member `key` (or an array element, key 0) of the value at `parent`.
@@ -1232,6 +1283,7 @@ impl<W: Framed> Write for InternWriter<W> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::ops::Range;
 
     fn pack(lines: &[&[u8]], min: usize, window: u64) -> Vec<u8> {
         let mut w = InternWriter::new(Vec::new(), Writer::new(min, window));
@@ -1676,7 +1728,94 @@ mod tests {
             })
     }
 
+    /// The children of the container `b[start..end]` found as a reader skips them, one
+    /// value after another: what [`children`] must find in valid JSON, as (key, start, end).
+    fn children_one_by_one(
+        b: &[u8],
+        start: usize,
+        end: usize,
+    ) -> Vec<(Range<usize>, usize, usize)> {
+        let object = b[start] == b'{';
+        let mut i = start + 1;
+        let mut kids = Vec::new();
+        loop {
+            i = json::skip_ws(b, i);
+            if i >= end - 1 {
+                return kids;
+            }
+            if b[i] == b',' {
+                i = json::skip_ws(b, i + 1);
+            }
+            let mut key = i..i;
+            if object {
+                key.end = json::string_end(b, i).unwrap();
+                i = json::skip_ws(b, key.end);
+                assert_eq!(b[i], b':');
+                i = json::skip_ws(b, i + 1);
+            }
+            let start = i;
+            i = json::skip_value(b, start).unwrap();
+            kids.push((key, start, i));
+        }
+    }
+
+    /// Every container in `b[start..end]`, as (start, end), the outermost first.
+    fn containers(b: &[u8], start: usize, end: usize, out: &mut Vec<(usize, usize)>) {
+        if matches!(b[start], b'{' | b'[') {
+            out.push((start, end));
+            for (_, s, e) in children_one_by_one(b, start, end) {
+                containers(b, s, e, out);
+            }
+        }
+    }
+
+    /// JSON text with whitespace anywhere it may be, and strings that hold brackets,
+    /// commas, colons and escaped quotes.
+    fn json_text() -> impl Strategy<Value = String> {
+        let ws = || prop_oneof![Just(""), Just(" "), Just("\t\r\n ")];
+        let leaf = prop_oneof![
+            r#"[a-z,:\[\]{} ]{0,8}"#.prop_map(|s| format!("\"{s}\"")),
+            Just(r#""a\"b,}\\""#.to_string()),
+            "-?[0-9]{1,4}",
+            Just("true".to_string()),
+            Just("null".to_string()),
+        ];
+        leaf.prop_recursive(4, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec((inner.clone(), ws(), ws()), 0..6).prop_map(|v| {
+                    let items: Vec<String> =
+                        v.iter().map(|(x, a, b)| format!("{a}{x}{b}")).collect();
+                    format!("[{}]", items.join(","))
+                }),
+                prop::collection::vec(("[a-z,]{0,3}", inner, ws(), ws()), 0..6).prop_map(|v| {
+                    let items: Vec<String> = v
+                        .iter()
+                        .map(|(k, x, a, b)| format!("{a}\"{k}\"{b}:{a}{x}{b}"))
+                        .collect();
+                    format!("{{{}}}", items.join(","))
+                }),
+            ]
+        })
+    }
+
     proptest! {
+        #[test]
+        fn children_between_commas_are_the_children_read_one_by_one(text in json_text(), min in 0usize..24) {
+            let b = text.as_bytes();
+            let mut all = Vec::new();
+            containers(b, 0, b.len(), &mut all);
+            for (start, end) in all {
+                let want: Vec<_> = children_one_by_one(b, start, end)
+                    .into_iter()
+                    .filter(|(_, s, e)| e - s >= min)
+                    .collect();
+                let (mut commas, mut kids) = (vec![7], vec![]);
+                children(b, start, end, min, &mut commas, &mut kids);
+                let got: Vec<_> = kids.into_iter().map(|k| (k.key, k.start, k.end)).collect();
+                prop_assert_eq!(got, want, "{}", &text[start..end]);
+            }
+        }
+
         #[test]
         fn round_trips_byte_for_byte(lines in jsonl(), min in 2usize..400, window in prop_oneof![Just(DEFAULT_WINDOW), 0u64..4000]) {
             let packed = pack_strings(&lines, min, window);

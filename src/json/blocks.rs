@@ -18,6 +18,8 @@ struct Masks {
     backslash: u64,
     open: u64,
     close: u64,
+    /// Only for [`separators`]: [`container_end`] does without the compare.
+    comma: u64,
 }
 
 /// The state carried from one block to the next.
@@ -36,17 +38,18 @@ struct Carry {
 /// intrinsics are available.
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_masks {
-    ($block:expr, $lanes:expr, $bits:ty, $vec:ty, $load:ident, $set1:ident, $eq:ident,
-     $or:ident, $movemask:ident) => {{
+    ($block:expr, $commas:expr, $lanes:expr, $bits:ty, $vec:ty, $load:ident, $set1:ident,
+     $eq:ident, $or:ident, $movemask:ident) => {{
         let mut m = Masks {
             quote: 0,
             backslash: 0,
             open: 0,
             close: 0,
+            comma: 0,
         };
         let (quote, backslash) = ($set1(b'"' as i8), $set1(b'\\' as i8));
         let (open, close) = ($set1(b'{' as i8), $set1(b'}' as i8));
-        let bit5 = $set1(0x20);
+        let (bit5, comma) = ($set1(0x20), $set1(b',' as i8));
         for k in 0..64 / $lanes {
             let v = $load($block.as_ptr().add($lanes * k).cast::<$vec>());
             let folded = $or(v, bit5);
@@ -55,6 +58,9 @@ macro_rules! simd_masks {
             m.backslash |= bits($eq(v, backslash));
             m.open |= bits($eq(folded, open));
             m.close |= bits($eq(folded, close));
+            if $commas {
+                m.comma |= bits($eq(v, comma));
+            }
         }
         m
     }};
@@ -63,6 +69,19 @@ macro_rules! simd_masks {
 /// The end (one past the closing bracket) of the container opening at `b[i]`, as
 /// [`scalar_end`] finds it, or `None` when it does not close within `b`.
 pub fn container_end(b: &[u8], i: usize) -> Option<usize> {
+    dispatch::<false>(b, i, &mut Vec::new())
+}
+
+/// [`container_end`], pushing onto `out` where the container's commas at its own level
+/// lie (those between its members or elements, none inside them): its children are the
+/// spans between them, found without reading each child, so that an array of a thousand
+/// short strings costs its 64-byte blocks and not a thousand string scans. On `None`,
+/// `out` holds an unspecified part of them.
+pub fn separators(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
+    dispatch::<true>(b, i, out)
+}
+
+fn dispatch<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("popcnt")
@@ -70,18 +89,18 @@ pub fn container_end(b: &[u8], i: usize) -> Option<usize> {
         && std::arch::is_x86_feature_detected!("pclmulqdq")
     {
         // SAFETY: the CPU has these features, as just checked.
-        return unsafe { container_end_avx2(b, i) };
+        return unsafe { walk_avx2::<COMMAS>(b, i, out) };
     }
-    walk(b, i, masks, prefix_xor)
+    walk::<COMMAS>(b, i, masks::<COMMAS>, prefix_xor, out)
 }
 
 /// [`walk`] compiled for the CPUs of the last ten years: masks from two 32-byte compares
 /// per class, bit counts in one instruction, the prefix parity as a carry-less product.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,bmi1,pclmulqdq")]
-unsafe fn container_end_avx2(b: &[u8], i: usize) -> Option<usize> {
+unsafe fn walk_avx2<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
     use std::arch::x86_64::*;
-    walk(
+    walk::<COMMAS>(
         b,
         i,
         // SAFETY: AVX2 is enabled for this function; each unaligned load reads bytes
@@ -89,6 +108,7 @@ unsafe fn container_end_avx2(b: &[u8], i: usize) -> Option<usize> {
         |block| unsafe {
             simd_masks!(
                 block,
+                COMMAS,
                 32,
                 u32,
                 __m256i,
@@ -104,24 +124,30 @@ unsafe fn container_end_avx2(b: &[u8], i: usize) -> Option<usize> {
             let p = _mm_clmulepi64_si128(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1), 0);
             _mm_cvtsi128_si64(p) as u64
         },
+        out,
     )
 }
 
 #[inline(always)]
-fn walk(
+fn walk<const COMMAS: bool>(
     b: &[u8],
     i: usize,
     masks: impl Fn(&[u8; 64]) -> Masks,
     prefix_xor: impl Fn(u64) -> u64,
+    out: &mut Vec<usize>,
 ) -> Option<usize> {
     let mut carry = Carry::default();
     let mut at = i;
+    let base = out.len();
     while at < b.len() {
         let block = Block::at(b, at);
-        match step(masks(block.bytes()), &prefix_xor, &mut carry) {
+        match step::<COMMAS>(masks(block.bytes()), &prefix_xor, &mut carry, at, out) {
             Step::Next => at += 64,
             Step::End(k) => return Some(at + k + 1).filter(|&e| e <= b.len()),
-            Step::Odd => return scalar_end(b, i),
+            Step::Odd => {
+                out.truncate(base);
+                return scalar::<COMMAS>(b, i, out);
+            }
         }
     }
     None
@@ -135,8 +161,15 @@ enum Step {
     Odd,
 }
 
+/// One block of [`walk`]; with `COMMAS`, pushes the commas at depth 1 (block offset `at`).
 #[inline(always)]
-fn step(m: Masks, prefix_xor: impl Fn(u64) -> u64, carry: &mut Carry) -> Step {
+fn step<const COMMAS: bool>(
+    m: Masks,
+    prefix_xor: impl Fn(u64) -> u64,
+    carry: &mut Carry,
+    at: usize,
+    out: &mut Vec<usize>,
+) -> Step {
     let escaped = escapes(m.backslash, &mut carry.escaped);
     let quotes = m.quote & !escaped;
     // 1 on the opening quote and the bytes of a string, 0 on its closing quote.
@@ -146,16 +179,24 @@ fn step(m: Masks, prefix_xor: impl Fn(u64) -> u64, carry: &mut Carry) -> Step {
         return Step::Odd;
     }
     let (open, close) = (m.open & !inside, m.close & !inside);
-    if carry.depth > u64::from(close.count_ones()) {
-        // Cannot reach depth 0 in this block, whatever the order.
+    let comma = if COMMAS { m.comma & !inside } else { 0 };
+    // Cannot reach depth 0 in this block (nor depth 1, where the commas that count lie),
+    // whatever the order.
+    if carry.depth > u64::from(COMMAS) + u64::from(close.count_ones()) {
         carry.depth += u64::from(open.count_ones());
         carry.depth -= u64::from(close.count_ones());
         return Step::Next;
     }
+    // Between two brackets the depth holds: the commas there count when it is 1.
+    let mut from = 0;
     let mut brackets = open | close;
     while brackets != 0 {
         let k = brackets.trailing_zeros() as usize;
         brackets &= brackets - 1;
+        if COMMAS && carry.depth == 1 {
+            push_bits(comma & below(k) & !below(from), at, out);
+        }
+        from = k + 1;
         if open >> k & 1 == 1 {
             carry.depth += 1;
         } else {
@@ -165,7 +206,23 @@ fn step(m: Masks, prefix_xor: impl Fn(u64) -> u64, carry: &mut Carry) -> Step {
             }
         }
     }
+    if COMMAS && carry.depth == 1 {
+        push_bits(comma & !below(from), at, out);
+    }
     Step::Next
+}
+
+/// The bits below bit `k` (all 64 for `k` 64).
+fn below(k: usize) -> u64 {
+    1u64.checked_shl(k as u32).map_or(!0, |b| b - 1)
+}
+
+/// Pushes `at + k` for each bit `k` set in `bits`.
+fn push_bits(mut bits: u64, at: usize, out: &mut Vec<usize>) {
+    while bits != 0 {
+        out.push(at + bits.trailing_zeros() as usize);
+        bits &= bits - 1;
+    }
 }
 
 /// The bytes escaped by a backslash that matter here: the byte after each run of
@@ -222,13 +279,14 @@ impl<'a> Block<'a> {
 /// `{` and `[` are 0x7B and 0x5B, `}` and `]` 0x7D and 0x5D: setting bit 5 maps each pair to
 /// one byte, and no other byte lands on either.
 #[cfg(target_arch = "x86_64")]
-fn masks(block: &[u8; 64]) -> Masks {
+fn masks<const COMMAS: bool>(block: &[u8; 64]) -> Masks {
     use std::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86_64 baseline, so every intrinsic here is available;
     // each unaligned load reads bytes 16k..16k+16 of the 64-byte block.
     unsafe {
         simd_masks!(
             block,
+            COMMAS,
             16,
             u16,
             __m128i,
@@ -242,7 +300,7 @@ fn masks(block: &[u8; 64]) -> Masks {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn masks(block: &[u8; 64]) -> Masks {
+fn masks<const COMMAS: bool>(block: &[u8; 64]) -> Masks {
     portable_masks(block)
 }
 
@@ -253,18 +311,26 @@ fn portable_masks(block: &[u8; 64]) -> Masks {
         backslash: 0,
         open: 0,
         close: 0,
+        comma: 0,
     };
     for (k, &c) in block.iter().enumerate() {
         m.quote |= u64::from(c == b'"') << k;
         m.backslash |= u64::from(c == b'\\') << k;
         m.open |= u64::from(c | 0x20 == b'{') << k;
         m.close |= u64::from(c | 0x20 == b'}') << k;
+        m.comma |= u64::from(c == b',') << k;
     }
     m
 }
 
 /// The byte-by-byte walk: the definition [`container_end`] keeps to.
 pub fn scalar_end(b: &[u8], i: usize) -> Option<usize> {
+    scalar::<false>(b, i, &mut Vec::new())
+}
+
+/// The byte-by-byte walk, pushing the commas at depth 1 with `COMMAS`: the definition
+/// [`separators`] keeps to.
+fn scalar<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
     let mut depth = 0usize;
     let mut j = i;
     while j < b.len() {
@@ -280,6 +346,7 @@ pub fn scalar_end(b: &[u8], i: usize) -> Option<usize> {
                     return Some(j + 1);
                 }
             }
+            b',' if COMMAS && depth == 1 => out.push(j),
             _ => {}
         }
         j += 1;
@@ -310,6 +377,9 @@ mod tests {
                     for (name, got) in variants(b, i) {
                         assert_eq!(got, scalar_end(b, i), "{name}: {text:?} at {i}");
                     }
+                    for (name, got) in separator_variants(b, i) {
+                        assert_eq!(got, scalar_separators(b, i), "{name}: {text:?} at {i}");
+                    }
                 }
             }
         }
@@ -318,11 +388,103 @@ mod tests {
     /// Every way this machine can walk: the one chosen at run time, the baseline build and
     /// the portable masks.
     fn variants(b: &[u8], i: usize) -> [(&'static str, Option<usize>); 3] {
+        let none = &mut Vec::new();
         [
             ("chosen", container_end(b, i)),
-            ("baseline", walk(b, i, masks, prefix_xor)),
-            ("portable", walk(b, i, portable_masks, prefix_xor)),
+            (
+                "baseline",
+                walk::<false>(b, i, masks::<false>, prefix_xor, none),
+            ),
+            (
+                "portable",
+                walk::<false>(b, i, portable_masks, prefix_xor, none),
+            ),
         ]
+    }
+
+    /// [`variants`] of [`separators`]: where each walk ends, and the commas it found when
+    /// it ended (none otherwise).
+    type Found = (Option<usize>, Vec<usize>);
+    fn separator_variants(b: &[u8], i: usize) -> [(&'static str, Found); 3] {
+        let run = |walk: &dyn Fn(&mut Vec<usize>) -> Option<usize>| {
+            let mut out = vec![usize::MAX];
+            let end = walk(&mut out);
+            assert_eq!(out.first(), Some(&usize::MAX), "what was in out stays");
+            out.remove(0);
+            if end.is_none() {
+                out.clear();
+            }
+            (end, out)
+        };
+        [
+            ("chosen", run(&|out| separators(b, i, out))),
+            (
+                "baseline",
+                run(&|out| walk::<true>(b, i, masks::<true>, prefix_xor, out)),
+            ),
+            (
+                "portable",
+                run(&|out| walk::<true>(b, i, portable_masks, prefix_xor, out)),
+            ),
+        ]
+    }
+
+    fn scalar_separators(b: &[u8], i: usize) -> Found {
+        let mut out = Vec::new();
+        let end = scalar::<true>(b, i, &mut out);
+        if end.is_none() {
+            out.clear();
+        }
+        (end, out)
+    }
+
+    #[test]
+    fn separators_are_the_commas_between_children() {
+        let text = br#"{"a":[1,2],"b,":"x\",y","c":{"d":[3,{"e":4}]} , "f":5}tail,"#;
+        let (end, commas) = scalar_separators(text, 0);
+        assert_eq!(end, Some(text.len() - 5));
+        let spans: Vec<&str> = std::iter::once(0)
+            .chain(commas.iter().copied())
+            .zip(commas.iter().copied().chain(end.map(|e| e - 1)))
+            .map(|(a, b)| std::str::from_utf8(&text[a + 1..b]).unwrap())
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                r#""a":[1,2]"#,
+                r#""b,":"x\",y""#,
+                r#""c":{"d":[3,{"e":4}]} "#,
+                r#" "f":5"#
+            ]
+        );
+        // Blocks begin where the walk does: the padding moves every byte of the object
+        // across their edges, a nested container's end and the comma after it too.
+        let object = std::str::from_utf8(&text[..end.unwrap()]).unwrap();
+        for pad in 0..130 {
+            let long = format!("[{}{object},{object} ,[{object}]]", " ".repeat(pad));
+            let at = pad + 1 + object.len();
+            let want = (Some(long.len()), vec![at, at + 1 + object.len() + 1]);
+            assert_eq!(scalar_separators(long.as_bytes(), 0), want);
+            for (name, got) in separator_variants(long.as_bytes(), 0) {
+                assert_eq!(got, want, "{name} {pad}");
+            }
+            for (name, got) in separator_variants(long.as_bytes(), pad + 1) {
+                assert_eq!(
+                    got.1,
+                    commas.iter().map(|c| c + pad + 1).collect::<Vec<_>>(),
+                    "{name}"
+                );
+            }
+            // A block that begins two deep and climbs out to a comma of the outer array.
+            let deep = format!("[[{}1],2]", " ".repeat(pad));
+            for (name, got) in separator_variants(deep.as_bytes(), 0) {
+                assert_eq!(
+                    got,
+                    (Some(deep.len()), vec![deep.len() - 3]),
+                    "{name} {pad}"
+                );
+            }
+        }
     }
 
     fn jsonish() -> impl Strategy<Value = Vec<u8>> {
@@ -351,7 +513,9 @@ mod tests {
                 // Half the bytes from the interesting ones, half random.
                 *x = if k % 2 == 0 { b"\"\\{}[], "[(seed as usize + k) % 8] } else { block[k / 2] };
             }
-            prop_assert_eq!(masks(&b), portable_masks(&b));
+            prop_assert_eq!(masks::<true>(&b), portable_masks(&b));
+            let m = masks::<false>(&b);
+            prop_assert_eq!(m, Masks { comma: 0, ..portable_masks(&b) });
         }
 
         #[test]
@@ -361,6 +525,10 @@ mod tests {
             for text in [&b, &raw] {
                 for (name, got) in variants(text, 0) {
                     prop_assert_eq!(got, scalar_end(text, 0), "{}", name);
+                }
+                for (name, got) in separator_variants(text, 0) {
+                    prop_assert_eq!(&got, &scalar_separators(text, 0), "{}", name);
+                    prop_assert_eq!(got.0, scalar_end(text, 0));
                 }
             }
         }
