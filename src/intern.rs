@@ -116,16 +116,8 @@ impl Default for Store {
     }
 }
 
-/// An error of the store's file, saying which file: it is in `$TMPDIR`, not the output,
-/// and that is where space (or a size limit) ran out.
 fn scratch(e: io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!(
-            "cannot write the temporary file of repeated values (in {}; TMPDIR sets where): {e}",
-            std::env::temp_dir().display()
-        ),
-    )
+    crate::io::scratch_error(e, "write", "repeated values")
 }
 
 impl Store {

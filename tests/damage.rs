@@ -302,3 +302,35 @@ fn a_zstd_bomb_is_decoded_as_a_stream() {
     let last = stdout_ok(sess().args(["cat", "--tail", "1"]).arg(&f));
     assert_eq!(last.len(), 128 * 1024);
 }
+
+#[test]
+fn a_run_cut_off_in_mid_response_is_held_on_disk_not_in_memory() {
+    use std::io::Write;
+    // A crash in mid-response: 100 MiB of delta frames whose successor never comes. They
+    // are written at the end, so filter holds them all until then. (Written as a stream:
+    // a child's peak memory counts what it shares with this process before it starts.)
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("crashed.jsonl");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&f).unwrap());
+    w.write_all(
+        br#"{"type":"session","version":3,"id":"x"}
+{"type":"message_start","message":{"role":"assistant","content":[]}}
+"#,
+    )
+    .unwrap();
+    let delta = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a word or two of the answer, then more words, and the next ones"}}
+"#;
+    for _ in 0..(100 << 20) / delta.len() {
+        w.write_all(delta).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let (status, peak) = peak_mib(&["filter".as_ref(), f.as_os_str()]);
+    assert_eq!(status, 0);
+    // 16 MiB of frames in memory, the rest in a temporary file; holding them all took
+    // about 180 MiB.
+    assert!(peak < 64.0, "peak {peak:.0} MiB");
+    // Every frame is written: they are the only copy of the answer.
+    let out = stdout_ok(sess().arg("filter").arg(&f));
+    assert!(out == std::fs::read(&f).unwrap());
+}

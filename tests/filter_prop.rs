@@ -141,9 +141,12 @@ fn model(evs: &[Ev]) -> Vec<String> {
     out
 }
 
-fn filter(evs: &[Ev], keep_boundaries: bool) -> Vec<String> {
+/// What `sess filter` writes, holding at most `hold` bytes of frames in memory (the rest
+/// in a temporary file).
+fn filter(evs: &[Ev], keep_boundaries: bool, hold: usize) -> Vec<String> {
     let opts = FilterOptions {
         keep_boundaries,
+        hold_in_memory: hold,
         ..FilterOptions::default()
     };
     let mut f = Filter::new(
@@ -155,8 +158,14 @@ fn filter(evs: &[Ev], keep_boundaries: bool) -> Vec<String> {
     let mut out = Vec::new();
     for e in evs {
         f.event(render(e).as_bytes(), true, &mut out).unwrap();
+        assert!(
+            f.held_in_memory() <= hold,
+            "{} > {hold}",
+            f.held_in_memory()
+        );
     }
     f.end_input(&mut out).unwrap();
+    assert_eq!(f.held_in_memory(), 0, "every frame let go is counted out");
     String::from_utf8(out)
         .unwrap()
         .lines()
@@ -172,11 +181,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
-    fn filter_matches_the_model(evs in proptest::collection::vec(ev(), 0..60)) {
+    fn filter_matches_the_model(evs in proptest::collection::vec(ev(), 0..60), hold in prop_oneof![Just(FilterOptions::default().hold_in_memory), 0usize..600]) {
         let want = model(&evs);
-        prop_assert_eq!(filter(&evs, true), want.clone());
+        prop_assert_eq!(filter(&evs, true, hold), want.clone());
         // With projection, only the boundary lines differ.
-        let projected = filter(&evs, false);
+        let projected = filter(&evs, false, hold);
         prop_assert_eq!(projected.len(), want.len());
         for (got, want) in projected.iter().zip(&want) {
             if is_boundary(want) {
@@ -193,7 +202,7 @@ proptest! {
             && !l.contains(r#""type":"tool_execution_update""#)
             && !is_boundary(l);
         let input: Vec<String> = evs.iter().map(render).filter(|l| is_fact(l)).collect();
-        let output: Vec<String> = filter(&evs, false).into_iter().filter(|l| is_fact(l)).collect();
+        let output: Vec<String> = filter(&evs, false, FilterOptions::default().hold_in_memory).into_iter().filter(|l| is_fact(l)).collect();
         prop_assert_eq!(output, input);
     }
 }

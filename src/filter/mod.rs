@@ -2,9 +2,11 @@
 //! that never gets its successor kept as facts, boundaries projected. What each kind is
 //! comes from the profile in force ([`crate::profile`]); this module knows no producer.
 //!
-//! Memory holds at most one snapshot frame per open run, or the open run of delta frames.
+//! An open run holds at most one snapshot frame, or its delta frames; the frames held stay
+//! in memory up to a budget, then wait in a temporary file ([`held`]).
 
 pub mod bound;
+mod held;
 mod lazy;
 pub mod project;
 
@@ -16,6 +18,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Place, Result};
 use crate::profile::{Choice, Chooser, Class, Overrides, Profile};
+use held::{Held, Holder};
 
 /// The bucket for lines that have no kind.
 pub const NO_KIND: &str = "(no type)";
@@ -32,6 +35,9 @@ pub struct FilterOptions {
     /// Let [`Filter::row`] take snapshot-delta rows whole. The events it passes over
     /// unbuilt are then not counted: only for a caller that reports no counts.
     pub lazy_rows: bool,
+    /// The bytes of frames held for their successor kept in memory; the rest wait in a
+    /// temporary file.
+    pub hold_in_memory: usize,
 }
 
 impl Default for FilterOptions {
@@ -43,6 +49,7 @@ impl Default for FilterOptions {
             only: None,
             per_kind: false,
             lazy_rows: false,
+            hold_in_memory: held::DEFAULT_BUDGET,
         }
     }
 }
@@ -72,33 +79,61 @@ struct OpenRun {
     frames: Vec<Held>,
 }
 
-/// A frame held in an open run.
-struct Held {
-    /// The raw line, or the snapshot-delta row whose last event is the frame.
-    bytes: Vec<u8>,
-    /// Whether it ended with a newline.
-    terminated: bool,
-    /// For a row: where it was read, to name it if its last event cannot be rebuilt.
-    row: Option<Place>,
-}
-
 /// The open runs, found by type and key in constant time and written in the order they
 /// opened, so that many open runs (thousands of tool calls that never end) cost linear
 /// time, not quadratic.
-#[derive(Default)]
 struct OpenRuns {
     /// By when each run opened.
     runs: BTreeMap<u64, OpenRun>,
     by_key: HashMap<(String, Option<Vec<u8>>), u64>,
     by_type: HashMap<String, BTreeSet<u64>>,
     next: u64,
+    /// Where their frames' bytes are.
+    holder: Holder,
 }
 
 impl OpenRuns {
-    fn get_or_open(&mut self, frame_type: &str, key: Option<Vec<u8>>) -> &mut OpenRun {
-        let id = match self.by_key.get(&(frame_type.to_string(), key.clone())) {
+    fn new(budget: usize) -> OpenRuns {
+        OpenRuns {
+            runs: BTreeMap::new(),
+            by_key: HashMap::new(),
+            by_type: HashMap::new(),
+            next: 0,
+            holder: Holder::new(budget),
+        }
+    }
+
+    /// Holds a frame in the run of its type and key, opening it if need be. A snapshot
+    /// carries the whole value so far: it supersedes what the run held.
+    fn hold(
+        &mut self,
+        frame_type: &str,
+        key: Option<Vec<u8>>,
+        snapshot: bool,
+        (bytes, terminated, row): (&[u8], bool, Option<Place>),
+    ) -> io::Result<()> {
+        let id = self.open_id(frame_type, key);
+        let frames = &mut self
+            .runs
+            .get_mut(&id)
+            .expect("indexed runs are open")
+            .frames;
+        if snapshot {
+            self.holder.replace(frames, bytes, terminated, row)
+        } else {
+            self.holder.hold(frames, bytes, terminated, row)
+        }
+    }
+
+    /// The run of this type and key, opened if need be.
+    fn open_id(&mut self, frame_type: &str, key: Option<Vec<u8>>) -> u64 {
+        match self.by_key.get(&(frame_type.to_string(), key.clone())) {
             Some(&id) => id,
             None => {
+                // Every run taken has been written by now (a run is opened only after).
+                if self.runs.is_empty() {
+                    self.holder.idle();
+                }
                 let id = self.next;
                 self.next += 1;
                 self.by_key
@@ -115,12 +150,14 @@ impl OpenRuns {
                 self.runs.insert(id, run);
                 id
             }
-        };
-        self.runs.get_mut(&id).expect("indexed runs are open")
+        }
     }
 
     fn remove(&mut self, id: u64) -> Option<OpenRun> {
         let run = self.runs.remove(&id)?;
+        for held in &run.frames {
+            self.holder.release(held);
+        }
         self.by_key
             .remove(&(run.frame_type.clone(), run.key.clone()));
         if let Some(ids) = self.by_type.get_mut(&run.frame_type) {
@@ -185,8 +222,8 @@ impl Filter {
     pub fn new(choice: Choice, overrides: Overrides, opts: FilterOptions) -> Result<Filter> {
         Ok(Filter {
             profile: Chooser::new(choice, overrides)?,
+            open: OpenRuns::new(opts.hold_in_memory),
             opts,
-            open: OpenRuns::default(),
             counts: BTreeMap::new(),
             by_kind: HashMap::new(),
             dropped_unboundable: 0,
@@ -259,8 +296,7 @@ impl Filter {
             Class::Frame if !self.opts.include_live => {
                 let k = kind.unwrap_or_default();
                 self.end_other_runs(k, line, out)?;
-                self.pend(k, line, (line, terminated, None));
-                Ok(())
+                self.pend(k, line, (line, terminated, None))
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
                 let how = &self.profile.current().expect("classified by it").bound;
@@ -315,13 +351,19 @@ impl Filter {
         };
         self.end_other_runs(&kind, first, out)?;
         // The row's events all end in a newline: they are members of a line.
-        self.pend(&kind, first, (row, true, Some(Place::line(file, line))));
+        self.pend(&kind, first, (row, true, Some(Place::line(file, line))))?;
         Ok(true)
     }
 
     /// The input ended: writes every run still open (no successor will come).
     pub fn end_input<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.finish(out)
+    }
+
+    /// The bytes of the frames held for their successor that are in memory (at most
+    /// [`FilterOptions::hold_in_memory`]).
+    pub fn held_in_memory(&self) -> usize {
+        self.open.holder.in_memory()
     }
 
     /// Writes every run still open: the input ended, so no successor will come.
@@ -374,17 +416,16 @@ impl Filter {
     /// in its original order. A row held whole gives its last event, rebuilt now.
     fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
         for held in run.frames {
-            let line = match held.row {
-                None => held.bytes,
-                Some(place) => crate::snapshots::last_event(&held.bytes)
-                    .map_err(|why| io::Error::other(Error::invalid(place, why)))?,
-            };
-            self.write(
-                (Class::Frame, Some(&run.frame_type)),
-                &line,
-                held.terminated,
-                out,
-            )?;
+            let mut frames = self.open.holder.frames(held)?;
+            while let Some(frame) = frames.next()? {
+                let line = match frame.row {
+                    None => frame.bytes,
+                    Some(place) => crate::snapshots::last_event(&frame.bytes)
+                        .map_err(|why| io::Error::other(Error::invalid(place, why)))?,
+                };
+                let kind = (Class::Frame, Some(&run.frame_type[..]));
+                self.write(kind, &line, frame.terminated, out)?;
+            }
         }
         Ok(())
     }
@@ -466,35 +507,18 @@ impl Filter {
         &mut self,
         frame_type: &str,
         line: &[u8],
-        (bytes, terminated, row): (&[u8], bool, Option<Place>),
-    ) {
+        held: (&[u8], bool, Option<Place>),
+    ) -> io::Result<()> {
         let Some(rule) = self
             .profile
             .current()
             .and_then(|p| p.frames.get(frame_type))
         else {
-            return;
+            return Ok(());
         };
         let key = rule.key_of(line);
         let snapshot = rule.snapshot.holds(line);
-        let run = self.open.get_or_open(frame_type, key);
-        // A snapshot carries the whole value so far: it supersedes what the run held. The
-        // buffer of the frame it replaces is reused: runs of snapshots are the hot path.
-        if snapshot {
-            run.frames.truncate(1);
-            if let Some(held) = run.frames.first_mut() {
-                held.bytes.clear();
-                held.bytes.extend_from_slice(bytes);
-                held.terminated = terminated;
-                held.row = row;
-                return;
-            }
-        }
-        run.frames.push(Held {
-            bytes: bytes.to_vec(),
-            terminated,
-            row,
-        });
+        self.open.hold(frame_type, key, snapshot, held)
     }
 
     /// Per-class counts as one JSON object (`docs/FORMAT.md`, "`sess filter --stats
