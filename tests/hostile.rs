@@ -36,6 +36,54 @@ fn ops_that_nest_a_value_past_the_limit_are_refused_not_a_crash() {
         );
 }
 
+#[test]
+fn diff_refuses_a_snapshot_too_deep_for_the_op_list_recover_reads() {
+    // n arrays, each holding the next and the innermost holding 1: n levels to a reader.
+    let nest = |n: usize| "[".repeat(n) + "1" + &"]".repeat(n);
+    for rebase in [false, true] {
+        let mut cmd = sess();
+        cmd.arg("diff");
+        if rebase {
+            cmd.args(["--rebase-every", "1"]);
+        }
+        // 997 levels, the deepest an op list record carries: a record holds its values
+        // 3 levels down, and recover reads records 1000 deep at most.
+        let ok = format!("{}\n{}\n", nest(997), nest(996));
+        let out = cmd.write_stdin(ok).timeout(GUARD).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let state = sess()
+            .args(["recover", "-"])
+            .write_stdin(out.stdout)
+            .timeout(GUARD)
+            .output()
+            .unwrap();
+        assert!(
+            state.status.success(),
+            "{}",
+            String::from_utf8_lossy(&state.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(state.stdout).unwrap().trim_end(),
+            nest(996)
+        );
+    }
+    // One level more: diff wrote an op list recover refused, with exit 0. Now it names
+    // the line, whether or not the snapshot would go out whole.
+    sess()
+        .arg("diff")
+        .write_stdin(format!("[]\n{}\n", nest(998)))
+        .timeout(GUARD)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "<stdin>:2:999: the snapshot nests deeper than 997 levels",
+        ));
+}
+
 /// One line holding an object of `n` keys, with `extra` spliced in after the first key.
 fn wide_object(n: usize, extra: &str, value: u32) -> String {
     let mut s = String::from("{\"k0\":0");

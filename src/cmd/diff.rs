@@ -11,7 +11,8 @@ use sess::delta::oplist;
 use sess::delta::wire::Encoder;
 use sess::delta::{Op, is_base};
 use sess::input::{Flow, Input};
-use sess::value::Value;
+use sess::json;
+use sess::value::{MAX_DEPTH, Value};
 
 const ABOUT: &str = "Turn a stream of JSON snapshots into an op list";
 
@@ -24,7 +25,9 @@ splice between their common prefix and suffix; objects by per-key sets and delet
 snapshot gets a record, an empty one when nothing changed. 'sess recover' of the output \
 gives the last snapshot as a value: equal to it, but not always spelled the same (an object \
 keeps the key order it first had, with new keys last, and numbers and strings are written as \
-JSON.stringify writes them: 1.50 comes back as 1.5), so compare values, not bytes.";
+JSON.stringify writes them: 1.50 comes back as 1.5), so compare values, not bytes. A \
+snapshot nesting deeper than 997 levels is refused, naming its line: a record holds values 3 \
+levels down, and readers of op lists read records nesting at most 1000 levels.";
 
 const EXAMPLES: &str = "Examples:
   sess diff snapshots.jsonl > list.jsonl && sess recover list.jsonl
@@ -64,6 +67,20 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 line.offset + e.offset as u64
             )
         })?;
+        // Any snapshot may go out whole in a base record, its values OP_VALUE_DEPTH levels
+        // down; readers of the op list refuse a record nesting deeper than MAX_DEPTH.
+        let room = MAX_DEPTH - oplist::OP_VALUE_DEPTH;
+        if let Err(e) = json::value_end_within(line.bytes, json::skip_ws(line.bytes, 0), room) {
+            return Err(anyhow!(
+                "{}:{}: the snapshot nests deeper than {room} levels, the most an op list \
+                 record can carry ('sess recover' reads records nesting at most {MAX_DEPTH}, \
+                 and a record holds values {} levels down) (byte offset {})",
+                line.place(name),
+                e.offset + 1,
+                oplist::OP_VALUE_DEPTH,
+                line.offset + e.offset as u64
+            ));
+        }
         let rebase = args
             .rebase_every
             .is_some_and(|n| n > 0 && seq > 0 && seq.is_multiple_of(n));
