@@ -131,6 +131,27 @@ fn a_broken_profile_in_the_path_is_reported_and_skipped() {
         .stderr(predicate::str::contains(
             "bad.json: not a valid profile file",
         ));
+    // Two files of one name: the second is not used, and says so (the first, in file
+    // name order, is the one `--profile toy` names).
+    let dup = tempfile::tempdir().unwrap();
+    std::fs::write(dup.path().join("a.json"), TOY).unwrap();
+    std::fs::write(
+        dup.path().join("b.json"),
+        TOY.replace("a toy", "another toy"),
+    )
+    .unwrap();
+    let listed = sess()
+        .env("SESS_PROFILES", dup.path())
+        .arg("profiles")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "{}: not used: profile 'toy' is {} already",
+            dup.path().join("b.json").display(),
+            dup.path().join("a.json").display()
+        )));
+    let listed = String::from_utf8(listed.get_output().stdout.clone()).unwrap();
+    assert!(listed.contains("a toy producer") && !listed.contains("another toy"));
     // An unknown name is a usage error.
     sess()
         .args(["filter", "--profile", "nonesuch"])

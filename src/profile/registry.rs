@@ -63,7 +63,15 @@ static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
             let origin = file.display().to_string();
             match std::fs::read(&file) {
                 Ok(text) => match Profile::from_json_over(&text, &origin, &builtin) {
-                    Ok(p) => profiles.push(p),
+                    // A name picks one profile: the first of it in the path, as a name in
+                    // the path picks it over the built-in one of that name.
+                    Ok(p) => match profiles.iter().find(|q: &&Profile| q.name == p.name) {
+                        Some(first) => problems.push(format!(
+                            "{origin}: not used: profile '{}' is {} already",
+                            p.name, first.origin
+                        )),
+                        None => profiles.push(p),
+                    },
                     Err(e) => problems.push(e.to_string()),
                 },
                 Err(e) => problems.push(format!("{origin}: cannot read: {e}")),
