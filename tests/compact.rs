@@ -199,6 +199,68 @@ fn a_folder_is_required_and_two_runs_on_one_folder_cannot_interleave() {
     assert!(err.contains("another sess compact is at work"), "{err}");
 }
 
+#[test]
+fn runs_on_nested_folders_never_work_on_one_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (outer, inner) = (dir.path().join("s"), dir.path().join("s/p"));
+    fs::create_dir_all(&inner).unwrap();
+    for f in [outer.join("a.jsonl"), inner.join("b.jsonl")] {
+        fs::write(&f, big_log(200)).unwrap();
+        age(&f, 20);
+    }
+    // A run at work on the inner folder holds its journal's lock.
+    let held = File::create(inner.join(".sess-compact.jsonl")).unwrap();
+    held.lock().unwrap();
+    let said = compact(&outer, &["--apply"]);
+    assert!(outer.join("a.jsonl.sess.zst").exists(), "{said}");
+    assert!(inner.join("b.jsonl").exists() && !inner.join("b.jsonl.sess.zst").exists());
+    let busy = format!("another sess compact is at work on {}", inner.display());
+    assert!(said.contains(&busy), "{said}");
+    // Undo of the outer folder passes by it too, and restores the rest.
+    fs::rename(inner.join("b.jsonl"), outer.join("b.jsonl")).unwrap();
+    drop(held);
+    compact(&outer, &["--apply"]);
+    assert!(outer.join("b.jsonl.sess.zst").exists());
+    fs::create_dir_all(outer.join("q")).unwrap();
+    fs::rename(
+        outer.join("b.jsonl.sess.zst"),
+        outer.join("q/b.jsonl.sess.zst"),
+    )
+    .unwrap();
+    let journal = outer.join(".sess-compact.jsonl");
+    let text = fs::read_to_string(&journal)
+        .unwrap()
+        .replace("\"b.jsonl", "\"q/b.jsonl");
+    fs::write(&journal, text).unwrap();
+    let held = File::create(outer.join("q/.sess-compact.jsonl")).unwrap();
+    held.lock().unwrap();
+    let said = compact(&outer, &["--undo"]);
+    assert!(outer.join("a.jsonl").exists() && outer.join("q/b.jsonl.sess.zst").exists());
+    assert!(
+        said.contains("stays packed until --undo runs again"),
+        "{said}"
+    );
+    drop(held);
+    compact(&outer, &["--undo"]);
+    assert_eq!(fs::read(outer.join("q/b.jsonl")).unwrap(), big_log(200));
+    // A run does not start inside a folder another run is at work on.
+    let held = File::create(&journal).unwrap();
+    held.lock().unwrap();
+    // (Undo first: the empty journal left in it above is the one it would undo.)
+    for args in [&["compact", "--undo"][..], &["compact", "--apply"]] {
+        let out = sess().args(args).arg(&inner).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let want = format!(
+            "another sess compact is at work on {}, which holds",
+            outer.display()
+        );
+        assert!(err.contains(&want), "{err}");
+    }
+    // The journal the refused run made is not left behind.
+    assert!(!inner.join(".sess-compact.jsonl").exists());
+}
+
 /// kill -9 at moments spread over a run: every log is always either as it was, or in its
 /// packed form that unpacks to it; a rerun finishes; undo gives back the tree.
 #[test]

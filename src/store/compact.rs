@@ -127,6 +127,8 @@ pub enum Why {
     HardLinked,
     /// Its name is not UTF-8, so the journal could not name it exactly.
     Name,
+    /// Another run is at work on a folder inside this one that holds it.
+    Busy,
 }
 
 /// One log's outcome, as printed.
@@ -226,6 +228,11 @@ impl Run<'_> {
     fn try_one(&mut self, log: &Log, into: &Path, step: &mut Step) -> Result<(), Failure> {
         if log.compressed() {
             return skip(step, Why::Compressed, "compressed already");
+        }
+        if self.journal.is_some()
+            && let Some(folder) = busy_below(self.root, &log.path)
+        {
+            return skip(step, Why::Busy, &busy_message(folder));
         }
         if log
             .path
@@ -529,7 +536,11 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
             bytes: record.bytes,
             packed_bytes: Some(record.packed_bytes),
         };
-        if let Err(e) = restore(&step.path, &step.into, &record, &mut step.message) {
+        if let Some(folder) = busy_below(root, &step.path) {
+            step.action = Action::Skipped;
+            step.why = Some(Why::Busy);
+            step.message = busy_message(folder) + "; it stays packed until --undo runs again";
+        } else if let Err(e) = restore(&step.path, &step.into, &record, &mut step.message) {
             step.action = Action::Failed;
             step.message = e.to_string();
         } else {
@@ -543,6 +554,19 @@ pub fn undo(root: &Path, mut each: impl FnMut(&Step) -> io::Result<()>) -> io::R
         sync_dir(journal.path());
     }
     Ok(true)
+}
+
+/// The folder below `root` holding `path` that another run is at work on, if any: its logs
+/// are that run's.
+fn busy_below<'a>(root: &Path, path: &'a Path) -> Option<&'a Path> {
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root) && *a != root)
+        .find(|a| journal::busy(a))
+}
+
+fn busy_message(folder: &Path) -> String {
+    format!("another sess compact is at work on {}", folder.display())
 }
 
 /// Puts the log back from its packed form (see the module docs for the order).

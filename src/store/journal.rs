@@ -3,7 +3,8 @@
 //! be resumed and any run undone (`docs/FORMAT.md`, "The compact journal").
 //!
 //! The journal is also the lock: a run holds an exclusive lock on it, so two runs on one
-//! root cannot interleave.
+//! root cannot interleave. Nor can runs on nested roots: a run does not start inside the
+//! root of a run at work, and passes by the logs under the root of one ([`busy`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -46,6 +47,16 @@ pub struct Record {
     pub form: String,
     /// When it was done (seconds since 1970).
     pub at: u64,
+}
+
+/// Whether a run is at work on `folder`: it holds the lock of the folder's journal. (Not
+/// to be asked of the folder of this process's own run, whose lock it holds itself.)
+pub fn busy(folder: &Path) -> bool {
+    let Ok(file) = File::open(folder.join(NAME)) else {
+        return false;
+    };
+    // Shared: two runs asking at once do not stop each other.
+    matches!(file.try_lock_shared(), Err(fs::TryLockError::WouldBlock))
 }
 
 /// Whether `path` names a file under the root: relative, every part a name (no `..`).
@@ -110,6 +121,22 @@ impl Journal {
                 ));
             }
             Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+        // A run on a folder holding this one may reach any log in it. (Checked once this
+        // run holds its lock: a run on a folder inside it passes by its logs from then on.)
+        let real = fs::canonicalize(root)?;
+        if let Some(outer) = real.ancestors().skip(1).find(|a| busy(a)) {
+            // Not left behind when this run made it (it holds nothing yet).
+            if file.metadata()?.len() == 0 {
+                let _ = fs::remove_file(&path);
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "another sess compact is at work on {}, which holds this folder",
+                    outer.display()
+                ),
+            ));
         }
         let mut j = Journal {
             file,
