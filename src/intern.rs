@@ -1032,7 +1032,10 @@ struct Kid {
 /// 64 bytes at a time ([`json::blocks::separators`]), and a child is read only when the
 /// span between two of them is long enough to hold one of `min` bytes: most are not (a
 /// chunk row's `texts` are short strings), and reading each, at every depth, was most of
-/// the cost of interning. Stops at anything malformed.
+/// the cost of interning. In valid JSON these are the children a reader finds one by one;
+/// in text that is not, a span is taken as it stands (`1 2` as one child), the short ones
+/// unread, and a long one that is no member stops the list: refs stand for bytes, so any
+/// span round-trips.
 fn children(
     b: &[u8],
     start: usize,

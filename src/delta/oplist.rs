@@ -613,12 +613,12 @@ fn address_matches(opts: &RecoverOptions, address: Option<&str>) -> bool {
     }
 }
 
-/// A line of `sess diff` output: `{"seq":N,"tag":"base"|null,"ops":[...]}`.
 /// How deep the values of a record's ops lie in its line (the record, its `ops`, the op):
 /// a snapshot nesting more than [`crate::value::MAX_DEPTH`] less this makes a record
 /// that readers refuse.
 pub const OP_VALUE_DEPTH: usize = 3;
 
+/// A line of `sess diff` output: `{"seq":N,"tag":"base"|null,"ops":[...]}`.
 pub fn diff_record(seq: u64, base: bool, wire: Value) -> Vec<u8> {
     let tag = if base {
         Value::string("base")

@@ -1,9 +1,15 @@
 //! The frames open runs hold, in memory up to a budget and past it in an unlinked
 //! temporary file: a run that never gets its successor (a crash in mid-response) is held
 //! to its end, and a log cut there would otherwise cost as much memory as the run is long.
+//!
+//! Once a run has frames in the file, its later frames go there too, each record linked to
+//! the next of its run: a run costs one entry in memory however its frames interleave with
+//! other runs'. Snapshots (and packed rows, which hold snapshots) stay in memory: each
+//! supersedes what its run held, so a run holds one, and in the file each would leave the
+//! one before as dead bytes.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 
 use crate::error::Place;
@@ -11,9 +17,20 @@ use crate::error::Place;
 /// The bytes of held frames kept in memory by default, for all open runs together.
 pub const DEFAULT_BUDGET: usize = 16 << 20;
 
-/// Writes to the file are gathered up to this many bytes: frames are often a line of a
-/// hundred bytes, and a system call each would cost more than the rest of the filter.
-const WRITE_BUFFER: usize = 1 << 20;
+/// Writes to the file are gathered up to this many bytes, and records read back this many
+/// at a time: frames are often a line of a hundred bytes, and a system call each would cost
+/// more than the rest of the filter.
+const BUFFER: usize = 1 << 20;
+
+/// What a frame in memory costs beyond its bytes, as the budget counts it: its entry and
+/// its allocation. (A million frames of ten bytes are not 10 MB.)
+const ENTRY: usize = 64;
+
+/// A record's head: its length (8 bytes), 1 if its frame ended with a newline (else 0),
+/// and where the next record of its run begins (8 bytes; [`NONE`] for the last); then its
+/// bytes. Little-endian.
+const HEAD: usize = 17;
+const NONE: u64 = u64::MAX;
 
 /// A frame a run holds.
 pub struct Frame {
@@ -22,27 +39,30 @@ pub struct Frame {
     /// Whether it ended with a newline.
     pub terminated: bool,
     /// For a row: where it was read, to name it if its last event cannot be rebuilt.
-    pub row: Option<Place>,
+    pub row: Option<Box<Place>>,
 }
 
 /// Frames a run holds, in their order.
 pub enum Held {
-    /// One frame in memory.
+    /// One frame in memory, counted in the budget.
     Memory(Frame),
-    /// Frames one after another in the file, from byte `at`, `len` bytes in all, each a
-    /// record: its length (8 bytes, little-endian), 1 if it ended with a newline (else 0),
-    /// its bytes. A run holds one such span while no other run writes between its frames,
-    /// so that a run of millions of frames costs memory for one.
-    File { at: u64, len: u64 },
+    /// A snapshot (or a packed row) in memory, not counted: a run holds one at most.
+    Snapshot(Frame),
+    /// The run's frames in the file: the record of the first and of the last, each linked
+    /// to the next. The last of a run's entries (unless no file could be made).
+    File { first: u64, last: u64 },
 }
 
 /// Holds frames: keeps their bytes in memory while those of all the frames held fit in
-/// the budget, else writes them to its file. A row is always kept in memory: it is a
-/// snapshot, one per run at most.
+/// the budget, else writes them to its file.
 pub struct Holder {
     budget: usize,
     in_memory: usize,
     file: Option<File>,
+    /// How the file is made (a test makes it fail).
+    make: fn() -> io::Result<File>,
+    /// No file could be made: everything is held in memory (the warning said so).
+    no_file: bool,
     /// The file's length, `pending` included.
     len: u64,
     /// Bytes written but not yet in the file (they end at `len`).
@@ -55,12 +75,15 @@ impl Holder {
             budget,
             in_memory: 0,
             file: None,
+            make: tempfile::tempfile,
+            no_file: false,
             len: 0,
             pending: Vec::new(),
         }
     }
 
-    /// Holds a frame after the `frames` of its run.
+    /// Holds a frame after the `frames` of its run (a packed row always in memory, as a
+    /// snapshot).
     pub fn hold(
         &mut self,
         frames: &mut Vec<Held>,
@@ -68,86 +91,129 @@ impl Holder {
         terminated: bool,
         row: Option<Place>,
     ) -> io::Result<()> {
-        if row.is_some() || self.fits(bytes.len()) {
-            self.in_memory += bytes.len();
-            frames.push(Held::Memory(Frame {
+        if let Some(row) = row {
+            let frame = Frame {
                 bytes: bytes.to_vec(),
                 terminated,
-                row,
-            }));
+                row: Some(Box::new(row)),
+            };
+            frames.push(Held::Snapshot(frame));
             return Ok(());
         }
-        let at = self.len;
-        self.append(bytes, terminated)?;
-        let len = self.len - at;
-        match frames.last_mut() {
-            Some(Held::File { at: a, len: l }) if *a + *l == at => *l += len,
-            _ => frames.push(Held::File { at, len }),
+        let on_file = matches!(frames.last(), Some(Held::File { .. }));
+        if !self.no_file && (on_file || !self.fits(bytes.len())) {
+            let at = self.append(bytes, terminated)?;
+            match frames.last_mut() {
+                Some(Held::File { last, .. }) => {
+                    self.link(*last, at)?;
+                    *last = at;
+                }
+                _ => frames.push(Held::File {
+                    first: at,
+                    last: at,
+                }),
+            }
+            return Ok(());
         }
+        self.in_memory += bytes.len() + ENTRY;
+        frames.push(Held::Memory(Frame {
+            bytes: bytes.to_vec(),
+            terminated,
+            row: None,
+        }));
         Ok(())
     }
 
-    /// Holds `bytes` in place of the frames a run held (a snapshot supersedes the frames
-    /// before it), in the buffer of the first when it stays in memory: runs of snapshots
-    /// are the hot path.
+    /// Holds a snapshot in place of the frames a run held, in memory (in the buffer of the
+    /// frame it replaces when there is one: runs of snapshots are the hot path).
     pub fn replace(
         &mut self,
         frames: &mut Vec<Held>,
         bytes: &[u8],
         terminated: bool,
         row: Option<Place>,
-    ) -> io::Result<()> {
-        for held in frames.drain(1.min(frames.len())..) {
+    ) {
+        let mut buf = Vec::new();
+        for held in frames.drain(..) {
             self.release(&held);
-        }
-        match frames.first_mut() {
-            Some(Held::Memory(held))
-                if row.is_some() || self.fits(bytes.len().saturating_sub(held.bytes.len())) =>
+            if let Held::Memory(f) | Held::Snapshot(f) = held
+                && buf.capacity() == 0
             {
-                self.in_memory = self.in_memory - held.bytes.len() + bytes.len();
-                held.bytes.clear();
-                held.bytes.extend_from_slice(bytes);
-                held.terminated = terminated;
-                held.row = row;
-                Ok(())
-            }
-            _ => {
-                for held in frames.drain(..) {
-                    self.release(&held);
-                }
-                self.hold(frames, bytes, terminated, row)
+                buf = f.bytes;
             }
         }
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        frames.push(Held::Snapshot(Frame {
+            bytes: buf,
+            terminated,
+            row: row.map(Box::new),
+        }));
     }
 
-    fn fits(&self, more: usize) -> bool {
-        self.in_memory + more <= self.budget
+    fn fits(&self, bytes: usize) -> bool {
+        self.in_memory + bytes + ENTRY <= self.budget
     }
 
-    /// Appends a record to the file.
-    fn append(&mut self, bytes: &[u8], terminated: bool) -> io::Result<()> {
-        if self.pending.len() + bytes.len() > WRITE_BUFFER {
+    /// Appends a record (linked to none yet) and returns where it begins. When no file can
+    /// be made, says so once and holds everything in memory from then on.
+    fn append(&mut self, bytes: &[u8], terminated: bool) -> io::Result<u64> {
+        if self.pending.len() + HEAD + bytes.len() > BUFFER {
             self.flush()?;
         }
+        let at = self.len;
         self.pending
             .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         self.pending.push(u8::from(terminated));
+        self.pending.extend_from_slice(&NONE.to_le_bytes());
         self.pending.extend_from_slice(bytes);
-        self.len += 9 + bytes.len() as u64;
-        Ok(())
+        self.len += (HEAD + bytes.len()) as u64;
+        Ok(at)
+    }
+
+    /// Links the record at `from` to the one at `to`.
+    fn link(&mut self, from: u64, to: u64) -> io::Result<()> {
+        let field = from + 9;
+        let bytes = to.to_le_bytes();
+        match field.checked_sub(self.flushed()) {
+            Some(k) => {
+                let k = k as usize;
+                self.pending[k..k + 8].copy_from_slice(&bytes);
+                Ok(())
+            }
+            None => {
+                let file = self.file.as_ref().expect("flushed bytes are in the file");
+                file.write_all_at(&bytes, field)
+                    .map_err(|e| scratch(e, "write"))
+            }
+        }
+    }
+
+    /// The bytes in the file itself.
+    fn flushed(&self) -> u64 {
+        self.len - self.pending.len() as u64
     }
 
     fn flush(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => self
-                .file
-                .insert(tempfile::tempfile().map_err(|e| scratch(e, "create"))?),
-        };
-        let at = self.len - self.pending.len() as u64;
+        let at = self.flushed();
+        if self.file.is_none() {
+            match (self.make)() {
+                Ok(f) => self.file = Some(f),
+                // The frames held so far are in `pending`: they stay there, and the rest
+                // is held in memory.
+                Err(e) if at == 0 => {
+                    let e = scratch(e, "create");
+                    eprintln!("sess: warning: {e}; they stay in memory");
+                    self.no_file = true;
+                    return Ok(());
+                }
+                Err(e) => return Err(scratch(e, "create")),
+            }
+        }
+        let file = self.file.as_ref().expect("just made");
         file.write_all_at(&self.pending, at)
             .map_err(|e| scratch(e, "write"))?;
         self.pending.clear();
@@ -157,7 +223,7 @@ impl Holder {
     /// Frames are let go (their run ended, or is to be written).
     pub fn release(&mut self, held: &Held) {
         if let Held::Memory(frame) = held {
-            self.in_memory -= frame.bytes.len();
+            self.in_memory -= frame.bytes.len() + ENTRY;
         }
     }
 
@@ -165,7 +231,7 @@ impl Holder {
     /// frames let go stay in it: the file is at most what the input held since no run was
     /// open.)
     pub fn idle(&mut self) {
-        if self.len > self.pending.len() as u64
+        if self.flushed() > 0
             && let Some(f) = &self.file
             && f.set_len(0).is_err()
         {
@@ -175,28 +241,37 @@ impl Holder {
         self.len = 0;
     }
 
-    /// The frames let go ([`Holder::release`]) as `held`, to be written.
-    pub fn frames(&mut self, held: Held) -> io::Result<Frames> {
+    /// Reads `buf.len()` bytes from `at`, in the file or still pending.
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+        let split = self.flushed().saturating_sub(at).min(buf.len() as u64) as usize;
+        let (in_file, pending) = buf.split_at_mut(split);
+        if !in_file.is_empty() {
+            let file = self.file.as_ref().expect("flushed bytes are in the file");
+            file.read_exact_at(in_file, at)
+                .map_err(|e| scratch(e, "read"))?;
+        }
+        if !pending.is_empty() {
+            let from = (at + split as u64 - self.flushed()) as usize;
+            pending.copy_from_slice(&self.pending[from..from + pending.len()]);
+        }
+        Ok(())
+    }
+
+    /// The frames let go ([`Holder::release`]) as `held`, to be read with
+    /// [`Frames::next`].
+    pub fn frames(held: Held) -> Frames {
         match held {
-            Held::Memory(frame) => Ok(Frames::One(Some(frame))),
-            Held::File { at, len } => {
-                self.flush()?;
-                let file = self.file.as_ref().expect("frames on file have the file");
-                let file = file.try_clone().map_err(|e| scratch(e, "read"))?;
-                let span = Span {
-                    file,
-                    at,
-                    end: at + len,
-                };
-                Ok(Frames::Records(BufReader::with_capacity(
-                    WRITE_BUFFER,
-                    span,
-                )))
-            }
+            Held::Memory(frame) | Held::Snapshot(frame) => Frames::One(Some(frame)),
+            Held::File { first, .. } => Frames::Records {
+                next: first,
+                window: Vec::new(),
+                window_at: 0,
+            },
         }
     }
 
-    /// The bytes of held frames in memory now.
+    /// The bytes of held frames in memory now, as the budget counts them (snapshots
+    /// aside).
     pub fn in_memory(&self) -> usize {
         self.in_memory
     }
@@ -205,27 +280,35 @@ impl Holder {
 /// Frames read back, in order.
 pub enum Frames {
     One(Option<Frame>),
-    Records(BufReader<Span>),
+    /// The records of a run, from `next` on; `window` holds the file's bytes from
+    /// `window_at`, read ahead.
+    Records {
+        next: u64,
+        window: Vec<u8>,
+        window_at: u64,
+    },
 }
 
 impl Frames {
-    pub fn next(&mut self) -> io::Result<Option<Frame>> {
-        let records = match self {
+    pub fn next(&mut self, holder: &Holder) -> io::Result<Option<Frame>> {
+        let (next, window, window_at) = match self {
             Frames::One(one) => return Ok(one.take()),
-            Frames::Records(r) => r,
+            Frames::Records {
+                next,
+                window,
+                window_at,
+            } => (next, window, window_at),
         };
-        if records.buffer().is_empty() && records.get_ref().at == records.get_ref().end {
+        if *next == NONE {
             return Ok(None);
         }
-        let mut head = [0u8; 9];
-        records
-            .read_exact(&mut head)
-            .map_err(|e| scratch(e, "read"))?;
+        let at = *next;
+        let mut head = [0u8; HEAD];
+        read(holder, window, window_at, at, &mut head)?;
         let len = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
         let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
-        records
-            .read_exact(&mut bytes)
-            .map_err(|e| scratch(e, "read"))?;
+        read(holder, window, window_at, at + HEAD as u64, &mut bytes)?;
+        *next = u64::from_le_bytes(head[9..].try_into().expect("8 bytes"));
         Ok(Some(Frame {
             bytes,
             terminated: head[8] == 1,
@@ -234,21 +317,28 @@ impl Frames {
     }
 }
 
-/// Part of the file, read from its start to its end.
-pub struct Span {
-    file: File,
+/// Reads `out.len()` bytes at `at` through the read-ahead `window` (refilled from `at`
+/// when it does not hold them; a read longer than it goes straight to the file).
+fn read(
+    holder: &Holder,
+    window: &mut Vec<u8>,
+    window_at: &mut u64,
     at: u64,
-    end: u64,
-}
-
-impl Read for Span {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let most = usize::try_from(self.end - self.at).unwrap_or(usize::MAX);
-        let n = buf.len().min(most);
-        let n = self.file.read_at(&mut buf[..n], self.at)?;
-        self.at += n as u64;
-        Ok(n)
+    out: &mut [u8],
+) -> io::Result<()> {
+    let end = at + out.len() as u64;
+    if at < *window_at || end > *window_at + window.len() as u64 {
+        if out.len() > BUFFER {
+            return holder.read_at(out, at);
+        }
+        let n = (holder.len - at).min(BUFFER as u64) as usize;
+        window.resize(n, 0);
+        holder.read_at(window, at)?;
+        *window_at = at;
     }
+    let from = (at - *window_at) as usize;
+    out.copy_from_slice(&window[from..from + out.len()]);
+    Ok(())
 }
 
 fn scratch(e: io::Error, doing: &str) -> io::Error {
@@ -265,8 +355,8 @@ mod tests {
         }
         let mut out = Vec::new();
         for held in run {
-            let mut frames = h.frames(held).unwrap();
-            while let Some(frame) = frames.next().unwrap() {
+            let mut frames = Holder::frames(held);
+            while let Some(frame) = frames.next(h).unwrap() {
                 out.push((frame.bytes, frame.terminated));
             }
         }
@@ -276,29 +366,37 @@ mod tests {
     #[test]
     fn frames_past_the_budget_read_back_in_order() {
         let frame = |k: usize| {
+            let len = if k.is_multiple_of(500) {
+                3 * BUFFER
+            } else {
+                k % 4000
+            };
             (
-                format!("{k} {}", "x".repeat(k % 4000)).into_bytes(),
+                format!("{k} {}", "x".repeat(len)).into_bytes(),
                 !k.is_multiple_of(7),
             )
         };
         let mut h = Holder::new(1000);
-        // Two runs, their frames interleaved, over several write buffers.
+        // Two runs, their frames interleaved, over several write buffers, with frames
+        // longer than a buffer.
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for k in 0..3000 {
             let run = if k % 3 == 0 { &mut a } else { &mut b };
             let (bytes, terminated) = frame(k);
             h.hold(run, &bytes, terminated, None).unwrap();
             assert!(h.in_memory() <= 1000);
-            assert!(h.pending.len() <= WRITE_BUFFER + 9 + bytes.len());
+            assert!(h.pending.len() <= BUFFER + HEAD + 3 * BUFFER + 16, "{k}");
+            // A run's frames in the file cost one entry, however they interleave.
+            let file = run.iter().position(|h| matches!(h, Held::File { .. }));
+            assert!(file.is_none_or(|p| p + 1 == run.len()), "{k}");
         }
-        assert!(h.len > 3 * WRITE_BUFFER as u64);
+        assert!(h.len > 3 * BUFFER as u64);
         let want = |r: usize| {
             (0..3000)
                 .filter(move |k| (k % 3 == 0) == (r == 0))
                 .map(frame)
         };
-        let got_b = read(&mut h, b);
-        assert!(got_b == want(1).collect::<Vec<_>>());
+        assert!(read(&mut h, b) == want(1).collect::<Vec<_>>());
         // The other run's frames are still in the file.
         assert!(read(&mut h, a) == want(0).collect::<Vec<_>>());
         assert_eq!(h.in_memory(), 0);
@@ -306,12 +404,34 @@ mod tests {
         h.idle();
         let mut c = Vec::new();
         h.hold(&mut c, &[b'y'; 1500], true, None).unwrap();
-        assert_eq!(h.len, 1509);
-        // A snapshot replaces what the run held, in memory or in the file.
-        h.replace(&mut c, b"small", false, None).unwrap();
-        assert_eq!(h.in_memory(), 5);
-        h.replace(&mut c, &[b'z'; 2000], true, None).unwrap();
+        assert_eq!(h.len, 1500 + HEAD as u64);
+        h.hold(&mut c, b"small", false, None).unwrap();
+        assert_eq!(h.in_memory(), 0, "a run in the file stays there");
+        assert!(read(&mut h, c) == vec![(vec![b'y'; 1500], true), (b"small".to_vec(), false)]);
+        // A snapshot replaces what the run held, in memory.
+        let mut d = Vec::new();
+        h.hold(&mut d, &[b'z'; 2000], true, None).unwrap();
+        h.replace(&mut d, b"snap", false, None);
+        assert_eq!(h.in_memory(), 0, "snapshots are not counted");
+        assert!(read(&mut h, d) == vec![(b"snap".to_vec(), false)]);
         assert_eq!(h.in_memory(), 0);
-        assert!(read(&mut h, c) == vec![(vec![b'z'; 2000], true)]);
+    }
+
+    #[test]
+    fn without_a_temporary_file_frames_are_held_in_memory() {
+        // As when TMPDIR names no folder.
+        let mut h = Holder::new(100);
+        h.make = || Err(io::Error::from(io::ErrorKind::NotFound));
+        let mut run = Vec::new();
+        for k in 0..400usize {
+            let bytes = vec![b'a' + (k % 26) as u8; 5000 + k];
+            h.hold(&mut run, &bytes, true, None).unwrap();
+        }
+        assert!(h.no_file);
+        let got = read(&mut h, run);
+        assert_eq!(got.len(), 400);
+        for (k, (bytes, _)) in got.iter().enumerate() {
+            assert_eq!(bytes, &vec![b'a' + (k % 26) as u8; 5000 + k]);
+        }
     }
 }

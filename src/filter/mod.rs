@@ -119,7 +119,8 @@ impl OpenRuns {
             .expect("indexed runs are open")
             .frames;
         if snapshot {
-            self.holder.replace(frames, bytes, terminated, row)
+            self.holder.replace(frames, bytes, terminated, row);
+            Ok(())
         } else {
             self.holder.hold(frames, bytes, terminated, row)
         }
@@ -360,8 +361,9 @@ impl Filter {
         self.finish(out)
     }
 
-    /// The bytes of the frames held for their successor that are in memory (at most
-    /// [`FilterOptions::hold_in_memory`]).
+    /// The bytes of the frames held for their successor that are in memory, as
+    /// [`FilterOptions::hold_in_memory`] bounds them: snapshots (one per open run at most)
+    /// are held in memory besides.
     pub fn held_in_memory(&self) -> usize {
         self.open.holder.in_memory()
     }
@@ -416,12 +418,12 @@ impl Filter {
     /// in its original order. A row held whole gives its last event, rebuilt now.
     fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
         for held in run.frames {
-            let mut frames = self.open.holder.frames(held)?;
-            while let Some(frame) = frames.next()? {
+            let mut frames = Holder::frames(held);
+            while let Some(frame) = frames.next(&self.open.holder)? {
                 let line = match frame.row {
                     None => frame.bytes,
                     Some(place) => crate::snapshots::last_event(&frame.bytes)
-                        .map_err(|why| io::Error::other(Error::invalid(place, why)))?,
+                        .map_err(|why| io::Error::other(Error::invalid(*place, why)))?,
                 };
                 let kind = (Class::Frame, Some(&run.frame_type[..]));
                 self.write(kind, &line, frame.terminated, out)?;
