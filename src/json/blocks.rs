@@ -1,10 +1,12 @@
-//! Skipping a container 64 bytes at a time.
+//! Skipping a container 64 bytes at a time, and finding where its children lie.
 //!
 //! Most of what sess skips is one huge array or object: a Claude Code `agent_progress`
 //! repeats a subagent's whole history in one member, pi's `message_update` two snapshots.
 //! Walking it byte by byte, stopping at every escape, runs near 1 GB/s; this walks it as
 //! bit masks of 64-byte blocks (which bytes are quotes, backslashes, openers, closers),
 //! works out from them which bytes are inside strings, and counts brackets outside them.
+//! Asked for, it also marks the commas outside strings, and keeps those met at depth 1:
+//! what lies between them are the container's members or elements ([`separators`]).
 //!
 //! The answer is the byte-by-byte walk's answer on every input, JSON or not. The masks
 //! treat every backslash as an escape, which the byte walk does only inside strings; the
