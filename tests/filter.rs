@@ -367,6 +367,45 @@ fn classes_given_on_the_command_line_apply_to_a_log_no_profile_knows() {
 }
 
 #[test]
+fn a_run_opened_before_the_profile_is_known_goes_on_under_it() {
+    // Two ticks under the classes given while auto is undecided, then pi's lines decide
+    // it, and a third tick joins the run the first two opened (--frame still applies).
+    let pi = [
+        r#"{"type":"message_start","message":{"role":"assistant","content":[]}}"#,
+        r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a"}}"#,
+        r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"a"}]}}"#,
+    ];
+    let tick = |n: u32| format!(r#"{{"type":"tick","n":{n}}}"#);
+    let fact = r#"{"type":"fact","x":1}"#;
+    let lines = |v: &[&str]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let head = [tick(1), tick(2)];
+    let log = lines(&[&head[0], &head[1], pi[0], pi[1], pi[2], &tick(3), fact]);
+    let filter = |log: String| {
+        let out = sess()
+            .args(["filter", "--frame", "tick=done", "--stats"])
+            .write_stdin(log)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("profile pi"), "{err}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // No successor: the run is kept whole at the end, every tick in order; pi's delta
+    // frame goes, as its message_end came.
+    assert_eq!(
+        filter(log.clone()),
+        lines(&[pi[0], pi[2], fact, &tick(1), &tick(2), &tick(3)])
+    );
+    // Its successor ends it, the ticks from before the profile was known with it.
+    let done = r#"{"type":"done","n":3}"#;
+    assert_eq!(
+        filter(log + done + "\n"),
+        lines(&[pi[0], pi[2], fact, done])
+    );
+}
+
+#[test]
 fn stats_shows_classes_and_what_filter_saves() {
     let out = sess()
         .args(["stats", "--json"])
