@@ -2,8 +2,8 @@
 //! that never gets its successor kept as facts, boundaries projected. What each kind is
 //! comes from the profile in force ([`crate::profile`]); this module knows no producer.
 //!
-//! An open run holds at most one snapshot frame, or its delta frames; the frames held stay
-//! in memory up to a budget, then wait in a temporary file ([`held`]).
+//! An open run holds at most one snapshot frame, or its delta frames. Snapshots stay in
+//! memory; delta frames do up to a budget, then wait in a temporary file ([`held`]).
 
 pub mod bound;
 mod held;
@@ -35,8 +35,8 @@ pub struct FilterOptions {
     /// Let [`Filter::row`] take snapshot-delta rows whole. The events it passes over
     /// unbuilt are then not counted: only for a caller that reports no counts.
     pub lazy_rows: bool,
-    /// The bytes of frames held for their successor kept in memory; the rest wait in a
-    /// temporary file.
+    /// The bytes of delta frames held for their successor kept in memory (64 more counted
+    /// for each); the rest wait in a temporary file.
     pub hold_in_memory: usize,
 }
 
