@@ -260,12 +260,11 @@ fn a_streaming_pack_stopped_by_a_signal_finishes_its_file() {
 
 #[test]
 fn a_full_temporary_folder_is_named_as_such_not_as_the_output() {
-    // Values that repeat a frame or more apart are kept in a temporary file while packing;
-    // a size limit (here 100 KiB, as a full disk would) stops it there.
-    let text: String = (0..600)
-        .chain(0..600)
-        .map(|i| format!("{{\"type\":\"x\",\"v\":\"{i:04}{}\"}}\n", "ab".repeat(600)))
-        .collect();
+    // Values that repeat a frame or more apart are kept in a temporary file while packing
+    // (the last 8 MiB of them in memory, a longer one written at once); a size limit (here
+    // 100 KiB, as a full disk would) stops it there.
+    let line = format!("{{\"type\":\"x\",\"v\":\"{}\"}}\n", "ab".repeat(4600 << 10));
+    let text = line.repeat(2);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("repeats.jsonl");
     std::fs::write(&log, text).unwrap();
