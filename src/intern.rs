@@ -212,7 +212,13 @@ impl Store {
             self.pending.extend_from_slice(bytes);
             self.pending_ids.push((id, self.len, bytes.len()));
         }
-        self.at.insert(id, (self.len, bytes.len()));
+        // An id defined again (only a damaged or hostile log does that): its old bytes are
+        // dead, if they were written.
+        if let Some((at, len)) = self.at.insert(id, (self.len, bytes.len()))
+            && at < self.pending_at
+        {
+            self.dead += len as u64;
+        }
         self.len += bytes.len() as u64;
         self.keep(id, bytes);
         Ok(())
@@ -1612,9 +1618,17 @@ mod tests {
                 kept.then(|| value(id)[..3].to_vec())
             );
         }
-        // A value put again under an id is read back as put last.
+        // A value put again under an id is read back as put last, and the bytes it held in
+        // the file are dead.
+        store.write_pending().unwrap();
+        let (dead, old) = (store.dead, store.at[&5].1 as u64);
         store.put(5, b"new").unwrap();
+        assert!(store.file.is_some());
+        assert_eq!(store.dead, dead + old);
         store.put(5, b"newer").unwrap();
+        // "new" was never written unless nothing is held pending.
+        let new_dead = if store.pending_max == 0 { 3 } else { 0 };
+        assert_eq!(store.dead, dead + old + new_dead);
         assert_eq!(get(&mut store, 5, usize::MAX), Some(b"newer".to_vec()));
         assert_eq!(
             store.cached,
