@@ -94,7 +94,8 @@ pub struct Args {
     pub intern_min: Option<u64>,
 
     /// The most bytes of distinct values remembered for --intern-min (then it starts over;
-    /// a value smaller than 256 bytes counts as 256, which bounds the tables).
+    /// bytes a reference stands for and values no longer needed do not count, and a value
+    /// smaller than 256 bytes counts as 256, which bounds the tables).
     #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = units::parse_bytes)]
     pub intern_window: u64,
 
