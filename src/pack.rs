@@ -168,12 +168,14 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
         })?;
     } else {
         std::thread::scope(|scope| {
-            // A few batches of up to 256 KiB in flight bound the memory.
             let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(4);
+            // Batches packed come back (the packing side never waits to send one).
+            let (back, returned) = std::sync::mpsc::channel::<Events>();
             let same = &mut same;
             // The output may be stdout, which stays on this thread: the reading side moves.
             let reading = scope.spawn(move || {
                 let mut batch = Events::default();
+                let mut out = BatchesOut::default();
                 let read = read_files::<E>(inputs, open, same, &mut |step| {
                     let msg = match step {
                         Step::Event(bytes, newline) => {
@@ -181,13 +183,21 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                             if !batch.is_full() {
                                 return Ok(true);
                             }
-                            Msg::Events(std::mem::take(&mut batch))
+                            let Some(next) = out.hand_over(&batch, &returned) else {
+                                return Ok(false);
+                            };
+                            Msg::Events(std::mem::replace(&mut batch, next))
                         }
                         Step::Input(path) => Msg::Input(path.map(Path::to_path_buf)),
                         // The packing side ends an input where the next begins, or at
                         // `Done`.
                         Step::EndInput if batch.is_empty() => return Ok(true),
-                        Step::EndInput => Msg::Events(std::mem::take(&mut batch)),
+                        Step::EndInput => {
+                            let Some(next) = out.hand_over(&batch, &returned) else {
+                                return Ok(false);
+                            };
+                            Msg::Events(std::mem::replace(&mut batch, next))
+                        }
                     };
                     // A packing side gone has failed, and says why.
                     Ok(tx.send(msg).is_ok())
@@ -202,7 +212,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                 }
                 read
             });
-            let packed = pack_batches(&rx, packer, out);
+            let packed = pack_batches(&rx, back, packer, out);
             // The reading side stops at its next hand-over once this end is gone.
             drop(rx);
             let read = reading
@@ -264,6 +274,7 @@ fn read_files<E: From<Error> + From<io::Error>>(
 /// where the output is (stdout cannot move), and takes what the reading thread sends.
 fn pack_batches<W: Write>(
     rx: &Receiver<Msg>,
+    back: std::sync::mpsc::Sender<Events>,
     packer: &mut Packer,
     out: &mut Out<W>,
 ) -> io::Result<()> {
@@ -277,6 +288,7 @@ fn pack_batches<W: Write>(
                 for (line, newline) in batch.iter() {
                     packer.event(line, newline, out.writer())?;
                 }
+                let _ = back.send(batch);
             }
             // Sent only when every input was read whole.
             Msg::Done => packer.end_input(out.writer())?,
@@ -284,6 +296,51 @@ fn pack_batches<W: Write>(
         }
     }
     Ok(())
+}
+
+/// The bytes of batches handed to the packing side and not yet back, at most (unless one
+/// batch alone is more): four batches of small lines, or one that holds a long line.
+const BATCHES_OUT: usize = 4 * Events::BATCH;
+
+/// What the reading side of [`pack_files`] has handed over. Bounded by bytes, not by
+/// batches: a batch that holds a line of 4 MB is full at once, and four of them queued
+/// (with each kept to be filled again) were most of what the 1 GiB Codex pack held.
+#[derive(Default)]
+struct BatchesOut {
+    bytes: usize,
+    batches: usize,
+    /// A batch back, to be filled again: a fresh one costs page faults as it grows.
+    spare: Option<Events>,
+}
+
+impl BatchesOut {
+    /// Counts `batch` as handed over, once the batches still out leave room for it, and
+    /// returns an empty batch to fill next; `None` when the packing side is gone.
+    fn hand_over(&mut self, batch: &Events, returned: &Receiver<Events>) -> Option<Events> {
+        loop {
+            let full = self.batches > 1 && self.bytes + batch.bytes.len() > BATCHES_OUT;
+            let back = if full {
+                returned.recv().ok()?
+            } else {
+                match returned.try_recv() {
+                    Ok(b) => b,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
+                }
+            };
+            self.bytes -= back.bytes.len();
+            self.batches -= 1;
+            // Not one that held a long line: it would keep that line's room for good.
+            if back.bytes.capacity() <= BATCHES_OUT {
+                self.spare.get_or_insert(back);
+            }
+        }
+        self.bytes += batch.bytes.len();
+        self.batches += 1;
+        let mut next = self.spare.take().unwrap_or_default();
+        next.clear();
+        Some(next)
+    }
 }
 
 /// The input as it came, while it fits in one frame: unpacked, it is the same log.
@@ -750,6 +807,12 @@ impl Events {
         self.ends.is_empty()
     }
 
+    /// Empties the batch, keeping its room.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
     /// The most events a batch gathers (empty lines add no bytes, but an end each).
     pub const EVENTS: usize = 16 * 1024;
 
@@ -833,6 +896,53 @@ pub fn stream<W: Write>(
 mod tests {
     use super::*;
     use crate::frames::writer::FrameOptions;
+
+    fn batch_of(bytes: usize) -> Events {
+        let mut e = Events::default();
+        e.push(&vec![b'x'; bytes], true);
+        e
+    }
+
+    #[test]
+    fn batches_of_long_lines_wait_for_room_and_small_ones_are_filled_again() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let big = 3 * BATCHES_OUT;
+        let (back, returned) = std::sync::mpsc::channel();
+        let mut out = BatchesOut::default();
+        let next = out.hand_over(&batch_of(big), &returned).unwrap();
+        assert!(next.is_empty());
+        out.hand_over(&batch_of(big), &returned).unwrap();
+        // Two long batches are out: a third waits until one is back, and is filled next.
+        let sent = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                sent.store(true, Ordering::SeqCst);
+                back.send(batch_of(big)).unwrap();
+            });
+            let next = out.hand_over(&batch_of(big), &returned).unwrap();
+            assert!(sent.load(Ordering::SeqCst), "it did not wait");
+            // Not the one back: it would keep the room of a long line.
+            assert!(next.is_empty() && next.bytes.capacity() == 0);
+        });
+        assert_eq!((out.batches, out.bytes), (2, 2 * big));
+        // Small batches: several may be out at once, and one back is filled again.
+        let mut small = BatchesOut::default();
+        for _ in 0..4 {
+            small
+                .hand_over(&batch_of(Events::BATCH), &returned)
+                .unwrap();
+        }
+        back.send(batch_of(Events::BATCH)).unwrap();
+        let next = small
+            .hand_over(&batch_of(Events::BATCH), &returned)
+            .unwrap();
+        assert!(next.is_empty() && next.bytes.capacity() >= Events::BATCH);
+        assert_eq!(small.batches, 4);
+        // With the packing side gone, one that must wait is not handed over.
+        drop(back);
+        assert!(out.hand_over(&batch_of(big), &returned).is_none());
+    }
 
     #[test]
     fn plain_files_are_surveyed_straight_unless_a_line_is_interned() {
