@@ -214,6 +214,10 @@ impl Store {
             write_at(&mut self.file, bytes, self.len)?;
             self.pending_at = self.len + bytes.len() as u64;
         } else {
+            // Its room once, exactly: grown by doubling, it reached 16 MiB for 8.
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(self.pending_max);
+            }
             self.pending.extend_from_slice(bytes);
             self.pending_ids.push((id, self.len, bytes.len()));
         }
