@@ -168,6 +168,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
         })?;
     } else {
         std::thread::scope(|scope| {
+            // At most four batches in the channel, and fewer bytes out ([`BatchesOut`]).
             let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(4);
             // Batches packed come back (the packing side never waits to send one).
             let (back, returned) = std::sync::mpsc::channel::<Events>();
@@ -298,8 +299,9 @@ fn pack_batches<W: Write>(
     Ok(())
 }
 
-/// The bytes of batches handed to the packing side and not yet back, at most (unless one
-/// batch alone is more): four batches of small lines, or one that holds a long line.
+/// The bytes of batches handed to the packing side and not yet back, at most: four batches
+/// of small lines. Batches that hold long lines pass it, two at most, so that one is read
+/// while the other is packed (one at a time was 0.2 to 0.5 s slower on the Codex log).
 const BATCHES_OUT: usize = 4 * Events::BATCH;
 
 /// What the reading side of [`pack_files`] has handed over. Bounded by bytes, not by
