@@ -1486,16 +1486,22 @@ mod tests {
         assert_eq!(unpack(&packed).unwrap(), want);
     }
 
-    #[test]
-    fn a_growing_history_refers_to_the_last_one() {
-        let lines: Vec<String> = (1..30)
+    /// Lines `{"step":k,"hist":[...]}` for each `k` in `steps`, the history holding `k`
+    /// messages of `base + i` bytes of text each: each line's history begins with the last.
+    fn growing_history(steps: Range<usize>, base: usize) -> Vec<String> {
+        steps
             .map(|k| {
                 let hist: Vec<String> = (0..k)
-                    .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(200 + i)))
+                    .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(base + i)))
                     .collect();
                 format!(r#"{{"step":{k},"hist":[{}]}}"#, hist.join(","))
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_growing_history_refers_to_the_last_one() {
+        let lines = growing_history(1..30, 200);
         let packed = pack_strings(&lines, 256, DEFAULT_WINDOW);
         let want: Vec<u8> = joined(&lines);
         assert_eq!(unpack(&packed).unwrap(), want);
@@ -1523,14 +1529,7 @@ mod tests {
         // one history, far under the window, though all of them together are far over it.
         // (Fewer steps than CHAIN: a history written whole is new bytes again. A message
         // counts about thrice: as an object, as its text, and as new bytes of its line.)
-        let lines: Vec<String> = (1..60)
-            .map(|k| {
-                let hist: Vec<String> = (0..k)
-                    .map(|i| format!(r#"{{"i":{i},"text":"{}"}}"#, "m".repeat(500 + i)))
-                    .collect();
-                format!(r#"{{"step":{k},"hist":[{}]}}"#, hist.join(","))
-            })
-            .collect();
+        let lines = growing_history(1..60, 500);
         let longest = lines.iter().map(String::len).max().unwrap() as u64;
         let total: u64 = lines.iter().map(|l| l.len() as u64).sum();
         let window = 10 * longest;
