@@ -851,14 +851,10 @@ impl Writer {
             }
             None => first_seen = self.seen.insert(key, self.frame).is_none(),
         }
-        if v[0] == b'"' || depth >= MAX_DEPTH {
-            if first_seen {
-                self.remember(v.len())?;
-            }
-            return Ok(());
-        }
+        // A string, or nesting too deep, is not looked into.
+        let leaf = v[0] == b'"' || depth >= MAX_DEPTH;
         let refs_before = refs.len();
-        let array = v[0] == b'[' && v.len() >= ARRAY_MIN;
+        let array = !leaf && v[0] == b'[' && v.len() >= ARRAY_MIN;
         if array {
             // Every element: an array's prefix ref needs their ends.
             let mut kids = Vec::new();
@@ -867,7 +863,7 @@ impl Writer {
             for kid in kids.into_iter().filter(|k| k.start >= from) {
                 self.walk_kid(b, kid, depth, path, refs, defs)?;
             }
-        } else {
+        } else if !leaf {
             let first = self.kids.len();
             children(
                 b,
