@@ -184,24 +184,16 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                             if !batch.is_full() {
                                 return Ok(true);
                             }
-                            let Some(next) = out.hand_over(&batch, &returned) else {
-                                return Ok(false);
-                            };
-                            Msg::Events(std::mem::replace(&mut batch, next))
+                            out.hand_over(&mut batch, &returned).map(Msg::Events)
                         }
-                        Step::Input(path) => Msg::Input(path.map(Path::to_path_buf)),
+                        Step::Input(path) => Some(Msg::Input(path.map(Path::to_path_buf))),
                         // The packing side ends an input where the next begins, or at
                         // `Done`.
                         Step::EndInput if batch.is_empty() => return Ok(true),
-                        Step::EndInput => {
-                            let Some(next) = out.hand_over(&batch, &returned) else {
-                                return Ok(false);
-                            };
-                            Msg::Events(std::mem::replace(&mut batch, next))
-                        }
+                        Step::EndInput => out.hand_over(&mut batch, &returned).map(Msg::Events),
                     };
                     // A packing side gone has failed, and says why.
-                    Ok(tx.send(msg).is_ok())
+                    Ok(msg.is_some_and(|msg| tx.send(msg).is_ok()))
                 });
                 // Every event read is packed, as on one thread, even when reading then
                 // failed; but only inputs read whole are ended.
@@ -316,9 +308,9 @@ struct BatchesOut {
 }
 
 impl BatchesOut {
-    /// Counts `batch` as handed over, once the batches still out leave room for it, and
-    /// returns an empty batch to fill next; `None` when the packing side is gone.
-    fn hand_over(&mut self, batch: &Events, returned: &Receiver<Events>) -> Option<Events> {
+    /// Takes `batch` to hand over, once the batches still out leave room for it, and leaves
+    /// an empty one in its place to fill next; `None` when the packing side is gone.
+    fn hand_over(&mut self, batch: &mut Events, returned: &Receiver<Events>) -> Option<Events> {
         loop {
             let full = self.batches > 1 && self.bytes + batch.bytes.len() > BATCHES_OUT;
             let back = if full {
@@ -341,7 +333,7 @@ impl BatchesOut {
         self.batches += 1;
         let mut next = self.spare.take().unwrap_or_default();
         next.clear();
-        Some(next)
+        Some(std::mem::replace(batch, next))
     }
 }
 
@@ -911,9 +903,10 @@ mod tests {
         let big = 3 * BATCHES_OUT;
         let (back, returned) = std::sync::mpsc::channel();
         let mut out = BatchesOut::default();
-        let next = out.hand_over(&batch_of(big), &returned).unwrap();
-        assert!(next.is_empty());
-        out.hand_over(&batch_of(big), &returned).unwrap();
+        let mut batch = batch_of(big);
+        out.hand_over(&mut batch, &returned).unwrap();
+        assert!(batch.is_empty());
+        out.hand_over(&mut batch_of(big), &returned).unwrap();
         // Two long batches are out: a third waits until one is back, and is filled next.
         let sent = AtomicBool::new(false);
         std::thread::scope(|scope| {
@@ -922,7 +915,8 @@ mod tests {
                 sent.store(true, Ordering::SeqCst);
                 back.send(batch_of(big)).unwrap();
             });
-            let next = out.hand_over(&batch_of(big), &returned).unwrap();
+            let mut next = batch_of(big);
+            out.hand_over(&mut next, &returned).unwrap();
             assert!(sent.load(Ordering::SeqCst), "it did not wait");
             // Not the one back: it would keep the room of a long line.
             assert!(next.is_empty() && next.bytes.capacity() == 0);
@@ -932,18 +926,17 @@ mod tests {
         let mut small = BatchesOut::default();
         for _ in 0..4 {
             small
-                .hand_over(&batch_of(Events::BATCH), &returned)
+                .hand_over(&mut batch_of(Events::BATCH), &returned)
                 .unwrap();
         }
         back.send(batch_of(Events::BATCH)).unwrap();
-        let next = small
-            .hand_over(&batch_of(Events::BATCH), &returned)
-            .unwrap();
+        let mut next = batch_of(Events::BATCH);
+        small.hand_over(&mut next, &returned).unwrap();
         assert!(next.is_empty() && next.bytes.capacity() >= Events::BATCH);
         assert_eq!(small.batches, 4);
         // With the packing side gone, one that must wait is not handed over.
         drop(back);
-        assert!(out.hand_over(&batch_of(big), &returned).is_none());
+        assert!(out.hand_over(&mut batch_of(big), &returned).is_none());
     }
 
     #[test]
