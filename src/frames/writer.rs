@@ -138,9 +138,9 @@ impl FrameCount {
 /// The level a log that fits in one frame is also tried at.
 pub const ONLY_FRAME_LEVEL: i32 = 9;
 
-/// Frames at most in flight to the compression thread: enough to keep it busy, few enough
-/// to bound memory (each is at most a frame's size, and the frame compressed).
-const IN_FLIGHT: usize = 2;
+/// Frames at most being compressed while the next one fills: one keeps the thread busy
+/// (frames are cut far faster than they compress), and each costs a frame's room.
+const IN_FLIGHT: usize = 1;
 
 /// A frame's bytes, compressed, and what it holds (the frame's own bytes come back too,
 /// for their buffer to hold the next frame), or why compressing failed.
@@ -391,6 +391,16 @@ impl<W: Write> FrameWriter<W> {
     fn emit(&mut self, n: usize) -> io::Result<()> {
         self.cutter.reset();
         self.cut += 1;
+        if self
+            .worker
+            .as_ref()
+            .is_some_and(|w| w.in_flight >= IN_FLIGHT)
+        {
+            // The frame before comes back first, and its buffer takes what follows this
+            // one: handed over before, a third frame's room was held (4 MB more at peak
+            // on the 1 GiB Codex log), and the thread gained nothing, as it was busy.
+            self.write_next()?;
+        }
         if let Some(w) = &mut self.worker {
             // The frame's bytes move to the thread; only what follows them is copied.
             let mut rest = w.plain_buffer();
@@ -402,10 +412,6 @@ impl<W: Write> FrameWriter<W> {
                 .send((plain, z))
                 .map_err(|_| io::Error::other("the compression thread stopped"))?;
             w.in_flight += 1;
-            // Written as they come back, so that at most IN_FLIGHT frames wait.
-            if w.in_flight >= IN_FLIGHT {
-                self.write_next()?;
-            }
             return Ok(());
         }
         let data = &self.pending[..n];
@@ -564,6 +570,23 @@ mod tests {
             w.write_all(c).unwrap();
         }
         w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_frame_writer_on_a_thread_holds_two_frames_room_and_no_more() {
+        let opts = FrameOptions {
+            compress_thread: true,
+            ..FrameOptions::new(3, 4096)
+        };
+        let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+        for i in 0..2000 {
+            writeln!(w, "{{\"seq\":{i},\"x\":\"{}\"}}", "y".repeat(i % 300)).unwrap();
+            let worker = w.worker.as_ref().unwrap();
+            // The one filling, and the one being compressed (back or not yet).
+            let buffers = 1 + worker.in_flight + worker.spare_plain.len();
+            assert!(buffers <= 2, "{buffers} frame buffers after line {i}");
+        }
+        assert!(w.frames_written() > 50);
     }
 
     #[test]
