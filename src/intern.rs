@@ -1377,30 +1377,58 @@ impl<W: Framed> InternWriter<W> {
     }
 }
 
+impl<W: Framed> InternWriter<W> {
+    /// Interns one whole line (without its newline) and writes it, newline and all.
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.writer.frame = self.inner.next_frame();
+        self.writer.line(line, &mut self.inner)?;
+        self.inner.write_all(b"\n")?;
+        let frame = self.inner.last_line_frame();
+        let earliest = self.writer.placed(frame);
+        self.inner.needs(frame, earliest);
+        Ok(())
+    }
+}
+
 impl<W: Framed> Write for InternWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut rest = buf;
         while let Some(k) = memchr::memchr(b'\n', rest) {
             // The line is read where it lies: in `buf`, or in `pending` when it began in
             // an earlier write (the packers write a line and its newline apart).
-            let line: &[u8] = if self.pending.is_empty() {
-                &rest[..k]
+            if self.pending.is_empty() {
+                self.write_line(&rest[..k])?;
             } else {
                 self.pending.extend_from_slice(&rest[..k]);
-                &self.pending
-            };
-            self.writer.frame = self.inner.next_frame();
-            let written = self.writer.line(line, &mut self.inner);
-            self.pending.clear();
-            written?;
-            self.inner.write_all(b"\n")?;
-            let frame = self.inner.last_line_frame();
-            let earliest = self.writer.placed(frame);
-            self.inner.needs(frame, earliest);
+                let line = std::mem::take(&mut self.pending);
+                let written = self.write_line(&line);
+                self.pending = line;
+                self.pending.clear();
+                written?;
+            }
             rest = &rest[k + 1..];
         }
         self.pending.extend_from_slice(rest);
         Ok(buf.len())
+    }
+
+    /// A whole line and its newline ([`crate::io::write_line`]) are interned where they
+    /// lie: gathered first, a line of 4 MB cost a copy and its room.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match bufs {
+            [line, end]
+                if self.pending.is_empty()
+                    && **end == *b"\n"
+                    && memchr::memchr(b'\n', line).is_none() =>
+            {
+                self.write_line(line)?;
+                Ok(line.len() + 1)
+            }
+            _ => {
+                let first = bufs.iter().find(|b| !b.is_empty());
+                self.write(first.map_or(&[][..], |b| &b[..]))
+            }
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -1421,6 +1449,34 @@ mod tests {
             w.write_all(b"\n").unwrap();
         }
         w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_line_written_whole_is_interned_where_it_lies_and_as_if_written_in_pieces() {
+        let big = format!("\"{}\"", "v".repeat(5000));
+        let lines: Vec<String> = (0..6)
+            .map(|i| format!("{{\"i\":{i},\"a\":{big},\"b\":[{big},{i}]}}"))
+            .collect();
+        let mut whole = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
+        for l in &lines {
+            crate::io::write_line(&mut whole, l.as_bytes(), true).unwrap();
+            // Not gathered into a copy first.
+            assert_eq!(whole.pending.capacity(), 0);
+        }
+        let whole = whole.finish().unwrap();
+        let mut pieces = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
+        for l in &lines {
+            for piece in l.as_bytes().chunks(7) {
+                pieces.write_all(piece).unwrap();
+            }
+            pieces.write_all(b"\n").unwrap();
+        }
+        assert_eq!(whole, pieces.finish().unwrap());
+        assert!(
+            whole.len() < joined(&lines).len() / 2,
+            "repeats became refs"
+        );
+        assert_eq!(unpack(&whole).unwrap(), joined(&lines));
     }
 
     /// [`pack`] of lines held as strings.

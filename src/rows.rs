@@ -700,11 +700,7 @@ impl ChunkPacker {
             Some(m) => self.member(line, &m, out),
             None => {
                 self.flush(out)?;
-                out.write_all(line)?;
-                if terminated {
-                    out.write_all(b"\n")?;
-                }
-                Ok(())
+                crate::io::write_line(out, line, terminated)
             }
         }
     }

@@ -12,6 +12,25 @@ pub mod sink;
 pub use lines::{Ending, Line, LineReader};
 pub use sink::Sink;
 
+/// Writes `line` and, when `newline`, its newline: in one vectored write where `out` takes
+/// both at once (a writer that looks at whole lines then reads the line where it lies,
+/// without gathering a copy of it first), the rest as [`Write::write_all`] would.
+pub fn write_line<W: std::io::Write + ?Sized>(
+    out: &mut W,
+    line: &[u8],
+    newline: bool,
+) -> std::io::Result<()> {
+    let end: &[u8] = if newline { b"\n" } else { b"" };
+    let parts = [std::io::IoSlice::new(line), std::io::IoSlice::new(end)];
+    let n = out.write_vectored(&parts)?;
+    if n < line.len() {
+        out.write_all(&line[n..])?;
+        out.write_all(end)
+    } else {
+        out.write_all(&end[n - line.len()..])
+    }
+}
+
 /// An error of a temporary file sess keeps while it works (the values interning refers
 /// to, the frames filter holds), saying which: it is in `$TMPDIR`, not beside the output,
 /// and that is where space (or a size limit) ran out. `what` names the file, `doing` the
@@ -24,4 +43,43 @@ pub fn scratch_error(e: std::io::Error, doing: &str, what: &str) -> std::io::Err
             std::env::temp_dir().display()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    /// Takes at most three bytes a write, vectored or not.
+    struct Trickle(Vec<u8>);
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_line_is_written_whole_whatever_a_writer_takes_at_once() {
+        for (line, newline) in [
+            (&b"abcdefg"[..], true),
+            (b"ab", true),
+            (b"", true),
+            (b"xyz", false),
+        ] {
+            let mut out = Trickle(Vec::new());
+            super::write_line(&mut out, line, newline).unwrap();
+            let mut want = line.to_vec();
+            want.extend_from_slice(if newline { b"\n" } else { b"" });
+            assert_eq!(out.0, want);
+            let mut v = Vec::new();
+            super::write_line(&mut v, line, newline).unwrap();
+            assert_eq!(v, want);
+        }
+    }
 }
