@@ -12,10 +12,15 @@ for kind in $KINDS; do
   log=$OUT/$kind-$SIZE.jsonl
   gen "$log" "$kind" "$SIZE"
   bytes=$(stat -c %s "$log")
-  echo "== $kind: $bytes bytes, longest line $(longest_line "$log") bytes"
+  longest=$(longest_line "$log")
+  echo "== $kind: $bytes bytes, longest line $longest bytes"
   cat "$log" >/dev/null
-  measure "sess pack" "$bytes" "$SESS" pack --quiet "$log"
+  measure "sess pack" "$bytes" "$SESS" pack --quiet --stats --json "$log" 2>"$OUT/pack-stats.json"
   sp=$LAST_SECONDS
+  # The issue's bound: 64 MiB + the window's index + 2x the longest line.
+  index=$(grep -o '"index_bytes":[0-9]*' "$OUT/pack-stats.json" | cut -d: -f2)
+  printf '  memory bound %.1f MiB (64 MiB + index %.1f MiB + 2 x %d bytes)\n' \
+    "$(echo "64 + ($index + 2 * $longest) / 1048576" | bc -l)" "$(echo "$index / 1048576" | bc -l)" "$longest"
   cp "$LAST_OUTPUT" "$OUT/$kind-$SIZE.sess.zst"
   echo "  size $(stat -c %s "$OUT/$kind-$SIZE.sess.zst")"
   measure "sess unpack" "$bytes" "$SESS" unpack --quiet "$OUT/$kind-$SIZE.sess.zst"

@@ -135,6 +135,20 @@ impl Default for Store {
     }
 }
 
+/// The bytes a hash table of `map`'s room takes: a slot per entry and a control byte,
+/// for slots an eighth more than its room (the table's load factor).
+fn table_bytes<K, V>(map: &HashMap<K, V>) -> u64 {
+    slots_bytes(map.capacity(), std::mem::size_of::<(K, V)>())
+}
+
+fn set_bytes<K>(set: &HashSet<K>) -> u64 {
+    slots_bytes(set.capacity(), std::mem::size_of::<K>())
+}
+
+fn slots_bytes(capacity: usize, entry: usize) -> u64 {
+    (capacity as u64 * 8 / 7) * (entry as u64 + 1)
+}
+
 fn scratch(e: io::Error) -> io::Error {
     crate::io::scratch_error(e, "write", "repeated values")
 }
@@ -588,6 +602,9 @@ pub struct Writer {
     remembered: u64,
     pub refs: u64,
     pub bytes_referenced: u64,
+    /// The bytes the tables above (and the store's) have held at most: the window's index,
+    /// which a memory bound allows for beside a fixed budget ([`Writer::index_peak`]).
+    index_peak: u64,
     scratch: Vec<u8>,
     /// The keys the last line defined, to be placed in their frame.
     last_defs: Vec<u64>,
@@ -684,6 +701,7 @@ impl Writer {
             remembered: 0,
             refs: 0,
             bytes_referenced: 0,
+            index_peak: 0,
             scratch: Vec::new(),
             last_defs: Vec::new(),
             arrays: HashMap::new(),
@@ -710,6 +728,7 @@ impl Writer {
             }
         }
         self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
+        self.note_index();
         if refs.is_empty() && defs.is_empty() && !is_interned(line) {
             return out.write_all(line);
         }
@@ -783,7 +802,25 @@ impl Writer {
 
     /// The survey is over: what it saw once is forgotten, what repeats is kept.
     pub fn surveyed(&mut self) {
+        self.note_index();
         self.survey_seen = HashMap::new();
+    }
+
+    /// The bytes of the window's index at its largest so far: the tables of values seen,
+    /// repeated, defined and stored, by their room (a table's room doubles as it fills).
+    /// Values themselves are not in it; the store holds them on disk.
+    pub fn index_peak(&self) -> u64 {
+        self.index_peak
+    }
+
+    fn note_index(&mut self) {
+        let now = table_bytes(&self.seen)
+            + table_bytes(&self.survey_seen)
+            + table_bytes(&self.defs)
+            + table_bytes(&self.arrays)
+            + table_bytes(&self.store.at)
+            + set_bytes(&self.repeated);
+        self.index_peak = self.index_peak.max(now);
     }
 
     /// Repeats nearer than `bytes` (the frame size) are left to zstd.

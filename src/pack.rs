@@ -554,11 +554,16 @@ impl<W: Write> Out<W> {
         }
     }
 
-    /// References written, and the bytes they stand for.
-    pub fn interned(&self) -> (u64, u64) {
-        match self {
+    /// What interning did so far.
+    pub fn interned(&mut self) -> Interned {
+        let (refs, bytes) = match self {
             Out::Plain(w) => w.counts(),
             Out::Frames(f) => f.counts(),
+        };
+        Interned {
+            refs,
+            bytes,
+            index_bytes: self.interner().index_peak(),
         }
     }
 
@@ -592,6 +597,15 @@ impl<W: Write> Out<W> {
             Out::Frames(f) => Ok(f.finish()?.finish()?.0),
         }
     }
+}
+
+/// What interning did: references written, the bytes they stand for, and the bytes of
+/// the window's index at its largest ([`intern::Writer::index_peak`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Interned {
+    pub refs: u64,
+    pub bytes: u64,
+    pub index_bytes: u64,
 }
 
 /// Plain output that counts the frames sess's frame writer would cut from it.

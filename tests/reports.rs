@@ -120,6 +120,32 @@ fn pack_stats_json_counts_what_went_in_and_what_came_out() {
 }
 
 #[test]
+fn pack_stats_json_says_how_large_the_window_index_grew() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines of `values` distinct values of 300 bytes, each seen twice.
+    let index_bytes = |values: usize, min: &str| {
+        let log = dir.path().join(format!("v{values}.jsonl"));
+        let text: String = (0..2 * values)
+            .map(|i| format!("{{\"seq\":{i},\"v\":\"{:0300}\"}}\n", i % values))
+            .collect();
+        std::fs::write(&log, text).unwrap();
+        let out = sess()
+            .args(["pack", "--stats", "--json", "--intern-min", min, "-o"])
+            .arg(dir.path().join("out.zst"))
+            .arg("--force")
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        one_object(&out.stderr)["index_bytes"].as_u64().unwrap()
+    };
+    let (few, many) = (index_bytes(20, "256"), index_bytes(20_000, "256"));
+    assert!(few > 0 && many > 20_000 * 8, "{few} {many}");
+    assert!(many > 100 * few, "{few} {many}");
+    assert_eq!(index_bytes(20_000, "0"), 0);
+}
+
+#[test]
 fn repair_json_names_each_loss_by_bytes_and_lines() {
     let dir = tempfile::tempdir().unwrap();
     let torn = dir.path().join("torn.jsonl");

@@ -169,7 +169,11 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         (interned, written)
     };
     let c = packer.counts();
-    let (refs, bytes) = out_interned;
+    let pack::Interned {
+        refs,
+        bytes,
+        index_bytes,
+    } = out_interned;
     if args.json {
         let report = serde_json::json!({
             "schema": "sess-pack-stats/1",
@@ -179,6 +183,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             "packed_events": c.packed_events,
             "references": refs,
             "referenced_bytes": bytes,
+            "index_bytes": index_bytes,
             "bytes_out": written,
         });
         eprintln!("{report}");
@@ -267,7 +272,7 @@ fn pack_stream(
     args: &Args,
     packer: &mut Packer,
     mut out: Out<Sink>,
-) -> Result<((u64, u64), u64)> {
+) -> Result<(pack::Interned, u64)> {
     // Batches of up to 256 KiB: a few in flight bound the memory.
     let (tx, rx) = mpsc::sync_channel::<Msg>(8);
     let pending = Arc::new(Mutex::new(Events::default()));
