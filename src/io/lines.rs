@@ -29,7 +29,12 @@ pub struct Line<'a> {
 /// - one that is not is a torn write: readers drop it with a warning, `pack` and `unpack`
 ///   keep its bytes (so the round trip stays byte-exact), `verify` reports it and `repair`
 ///   removes it.
+///
+/// A word wide, so that a [`Line`] has no padding: with a byte, every move of a line
+/// (through `Result<Option<Line>>`) copied the seven bytes after it as two overlapping
+/// words, and the reading thread of a DSH pack stalled on each (store forwarding failed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
 pub enum Ending {
     Newline,
     /// No newline, but one whole JSON value.
