@@ -155,8 +155,11 @@ pub fn row_member_type(line: &[u8]) -> Option<&[u8]> {
 /// lines, not JSONL: that is said once, naming the formats producers write so, instead of
 /// reading every line of it as a bad one.
 pub fn not_jsonl(name: &str, line: &Line<'_>) -> Option<Error> {
+    if line.number != 1 {
+        return None;
+    }
     let t = line.bytes.trim_ascii();
-    if line.number != 1 || !(t == b"{" || t == b"[") {
+    if !(t == b"{" || t == b"[") {
         return None;
     }
     let known: Vec<&str> = registry::all()

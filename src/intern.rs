@@ -69,8 +69,9 @@ const REFRESH: u64 = 8;
 const MAX_DEPTH: usize = 64;
 
 /// Whether a line is an interned line.
+#[inline]
 pub fn is_interned(line: &[u8]) -> bool {
-    line.starts_with(PREFIX)
+    crate::json::starts_with_tag(line, PREFIX)
 }
 
 /// Values kept on disk by id; memory holds where each one is, the last ones put or read

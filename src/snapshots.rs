@@ -37,8 +37,9 @@ const CRLF: &[u8] = br#""\r\n""#;
 pub const MAX_RUN: usize = 4096;
 
 /// Whether a line is a snapshot-delta row.
+#[inline]
 pub fn is_row(line: &[u8]) -> bool {
-    line.starts_with(PREFIX)
+    crate::json::starts_with_tag(line, PREFIX)
 }
 
 /// The raw top-level `type` of every event a snapshot-delta row holds (its first event's),
