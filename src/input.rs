@@ -366,9 +366,7 @@ pub fn each_line_of<E: From<Error>>(
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    if let Some(warning) = tally.summary(&name) {
-        eprintln!("sess: warning: {warning}");
-    }
+    tally.warn(&name);
     flow
 }
 

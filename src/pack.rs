@@ -82,6 +82,17 @@ impl Packer {
         newline: bool,
         out: &mut W,
     ) -> io::Result<()> {
+        self.event_read(line, newline, None, out)
+    }
+
+    /// [`Packer::event`] of a line its reader already read as a chunk delta (`known`).
+    pub fn event_read<W: Write + ?Sized>(
+        &mut self,
+        line: &[u8],
+        newline: bool,
+        known: Option<rows::MemberAt>,
+        out: &mut W,
+    ) -> io::Result<()> {
         self.events += 1;
         self.bytes += line.len() as u64 + u64::from(newline);
         match self.snapshot(line).filter(|_| newline) {
@@ -89,12 +100,12 @@ impl Packer {
                 self.chunks.finish(out)?;
                 match self.snapshots.take(line, group, out)? {
                     true => Ok(()),
-                    false => self.chunks.event(line, newline, out),
+                    false => self.chunks.event_read(line, newline, known, out),
                 }
             }
             None => {
                 self.snapshots.finish(out)?;
-                self.chunks.event(line, newline, out)
+                self.chunks.event_read(line, newline, known, out)
             }
         }
     }
@@ -158,10 +169,13 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
     }
     let mut same = Same::new(frame_size, inputs.len());
     if threads <= 1 {
-        read_files::<E>(inputs, open, &mut same, &mut |step| {
+        let here = std::cell::Cell::new(true);
+        read_files::<E>(inputs, open, &mut same, &here, &mut |step| {
             match step {
                 Step::Input(path) => packer.start_input(path),
-                Step::Event(bytes, newline) => packer.event(bytes, newline, out.writer())?,
+                Step::Event(bytes, newline, known) => {
+                    packer.event_read(bytes, newline, known, out.writer())?
+                }
                 Step::EndInput => packer.end_input(out.writer())?,
             }
             Ok(true)
@@ -177,14 +191,17 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
             let reading = scope.spawn(move || {
                 let mut batch = Events::default();
                 let mut out = BatchesOut::default();
-                let read = read_files::<E>(inputs, open, same, &mut |step| {
+                let here = std::cell::Cell::new(true);
+                let read = read_files::<E>(inputs, open, same, &here, &mut |step| {
                     let msg = match step {
-                        Step::Event(bytes, newline) => {
-                            batch.push(bytes, newline);
+                        Step::Event(bytes, newline, known) => {
+                            batch.push_read(bytes, newline, known);
                             if !batch.is_full() {
                                 return Ok(true);
                             }
-                            out.hand_over(&mut batch, &returned).map(Msg::Events)
+                            let batch = out.hand_over(&mut batch, &returned);
+                            here.set(out.batches >= BEHIND);
+                            batch.map(Msg::Events)
                         }
                         Step::Input(path) => Some(Msg::Input(path.map(Path::to_path_buf))),
                         // The packing side ends an input where the next begins, or at
@@ -227,35 +244,57 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
 enum Step<'a> {
     /// An input begins (its path).
     Input(Option<&'a Path>),
-    /// A logical event, and whether it had a newline.
-    Event(&'a [u8], bool),
+    /// A logical event, whether it had a newline, and where its parts are when it is a
+    /// chunk delta.
+    Event(&'a [u8], bool, Option<rows::MemberAt>),
     /// The input ended whole.
     EndInput,
 }
 
 /// Reads `inputs` event by event into `take`, which returns false to stop (the packing side
-/// failed).
+/// failed). Each line is read as a chunk delta here, once: one that is needs no other check
+/// that it is JSON (on a DSH log, that check was a tenth of the whole pack), and the packer
+/// is handed its parts.
 fn read_files<E: From<Error> + From<io::Error>>(
     inputs: &[Input],
     open: OpenOptions,
     same: &mut Same,
+    deltas_here: &std::cell::Cell<bool>,
     take: &mut dyn FnMut(Step<'_>) -> io::Result<bool>,
 ) -> Result<(), E> {
+    let unchecked = OpenOptions {
+        check: crate::syntax::LineCheck::Off,
+        ..open
+    };
     for (k, input) in inputs.iter().enumerate() {
         if !take(Step::Input(input.path()))? {
             return Ok(());
         }
         let mut stopped = false;
-        event::each_event(
+        let mut tally = crate::syntax::Tally::new(open.check);
+        let read = event::each_event(
             std::slice::from_ref(input),
-            open,
+            unchecked,
             LastLine::Verbatim.for_input(k, inputs.len()),
-            |_, ev| {
+            |name, ev| {
+                let known = match deltas_here.get() {
+                    true => rows::parse_member(ev.bytes).and_then(|m| m.at(ev.bytes)),
+                    false => None,
+                };
+                match ev.member {
+                    None if known.is_some() => tally.proven(),
+                    // A row is checked as the line it is, once.
+                    None | Some((0, _)) => tally.line(name, &ev.line)?,
+                    Some(_) => {}
+                }
                 same.event(ev);
-                stopped = !take(Step::Event(ev.bytes, ev.newline))?;
+                stopped = !take(Step::Event(ev.bytes, ev.newline, known))?;
                 Ok::<_, E>(if stopped { Flow::Stop } else { Flow::More })
             },
-        )?;
+        );
+        // The bad lines read are told even when the input then fails.
+        tally.warn(&input.name());
+        read?;
         if stopped || !take(Step::EndInput)? {
             return Ok(());
         }
@@ -278,8 +317,8 @@ fn pack_batches<W: Write>(
                 packer.start_input(path.as_deref());
             }
             Msg::Events(batch) => {
-                for (line, newline) in batch.iter() {
-                    packer.event(line, newline, out.writer())?;
+                for (line, newline, known) in batch.iter_read() {
+                    packer.event_read(line, newline, known, out.writer())?;
                 }
                 let _ = back.send(batch);
             }
@@ -290,6 +329,10 @@ fn pack_batches<W: Write>(
     }
     Ok(())
 }
+
+/// Batches out at which the packing side is behind, and the reading side reads chunk
+/// deltas for it.
+const BEHIND: usize = 2;
 
 /// The bytes of batches handed to the packing side and not yet back, at most: four batches
 /// of small lines. Batches that hold long lines pass it, two at most, so that one is read
@@ -800,6 +843,8 @@ impl intern::Framed for Frames {
 pub struct Events {
     bytes: Vec<u8>,
     ends: Vec<(usize, bool)>,
+    /// The events read as chunk deltas, by their place in the batch, and their parts.
+    known: Vec<(usize, rows::MemberAt)>,
 }
 
 impl Events {
@@ -807,6 +852,14 @@ impl Events {
     pub const BATCH: usize = 256 * 1024;
 
     pub fn push(&mut self, line: &[u8], newline: bool) {
+        self.push_read(line, newline, None);
+    }
+
+    /// [`Events::push`] of a line read as a chunk delta (`known`, its parts) or not.
+    pub fn push_read(&mut self, line: &[u8], newline: bool, known: Option<rows::MemberAt>) {
+        if let Some(at) = known {
+            self.known.push((self.ends.len(), at));
+        }
         self.bytes.extend_from_slice(line);
         self.ends.push((self.bytes.len(), newline));
     }
@@ -819,6 +872,7 @@ impl Events {
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.known.clear();
     }
 
     /// The most events a batch gathers (empty lines add no bytes, but an end each).
@@ -831,10 +885,21 @@ impl Events {
 
     /// Each event and whether it had a newline, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], bool)> {
+        self.iter_read().map(|(line, newline, _)| (line, newline))
+    }
+
+    /// Each event, whether it had a newline, and its parts when it was read as a chunk
+    /// delta, in order.
+    pub fn iter_read(&self) -> impl Iterator<Item = (&[u8], bool, Option<rows::MemberAt>)> {
         let starts = std::iter::once(0).chain(self.ends.iter().map(|&(end, _)| end));
+        let mut known = self.known.iter().peekable();
         starts
             .zip(&self.ends)
-            .map(|(start, &(end, newline))| (&self.bytes[start..end], newline))
+            .enumerate()
+            .map(move |(k, (start, &(end, newline)))| {
+                let at = known.next_if(|&&(i, _)| i == k).map(|&(_, at)| at);
+                (&self.bytes[start..end], newline, at)
+            })
     }
 }
 

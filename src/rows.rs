@@ -486,6 +486,65 @@ pub struct ChunkMember<'a> {
     pub text: &'a [u8],
 }
 
+/// A [`ChunkMember`] as places in its line, to travel beside the line's bytes: `sess pack`
+/// reads each line as a member on its reading thread (where a member needs no other check
+/// of its syntax) and packs it on another, without reading it twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberAt {
+    tag: RowKind,
+    seq: i64,
+    time: i64,
+    turn: Span,
+    step: Span,
+    index: Span,
+    id: Option<Span>,
+    name: Option<Span>,
+    text: Span,
+}
+
+/// Where a part of a line lies in it: `[start, end)`.
+type Span = (u32, u32);
+
+impl<'a> ChunkMember<'a> {
+    /// Its places in `line`, the line it was read from; `None` for a line of 4 GiB or more.
+    pub fn at(&self, line: &'a [u8]) -> Option<MemberAt> {
+        u32::try_from(line.len()).ok()?;
+        let span = |part: &[u8]| {
+            let start = part.as_ptr() as usize - line.as_ptr() as usize;
+            (start as u32, (start + part.len()) as u32)
+        };
+        Some(MemberAt {
+            tag: self.tag,
+            seq: self.seq,
+            time: self.time,
+            turn: span(self.turn),
+            step: span(self.step),
+            index: span(self.index),
+            id: self.id.map(span),
+            name: self.name.map(span),
+            text: span(self.text),
+        })
+    }
+}
+
+impl MemberAt {
+    /// The member in `line`, the line it was found in.
+    pub fn member<'a>(&self, line: &'a [u8]) -> ChunkMember<'a> {
+        let part = |(start, end): Span| &line[start as usize..end as usize];
+        ChunkMember {
+            tag: self.tag,
+            seq: self.seq,
+            time: self.time,
+            turn: part(self.turn),
+            step: part(self.step),
+            index: part(self.index),
+            id: self.id.map(part),
+            name: self.name.map(part),
+            text: part(self.text),
+        }
+    }
+}
+
 /// A cursor over a line that matches literal text and canonical values in order.
 struct Cursor<'a> {
     b: &'a [u8],
@@ -561,13 +620,24 @@ impl<'a> Cursor<'a> {
         Some(raw)
     }
 
+    /// A number spelled as `JSON.stringify` spells it. A safe integer in plain digits is
+    /// (turn, step and index always are), and is told without the general reading.
     fn canonical_number(&mut self) -> Option<&'a [u8]> {
+        let start = self.i;
+        if self.plain_int().is_some() {
+            return Some(&self.b[start..self.i]);
+        }
         self.number().filter(|raw| json::is_canonical_number(raw))
     }
 
     fn string(&mut self) -> Option<&'a [u8]> {
         if self.b.get(self.i) != Some(&b'"') {
             return None;
+        }
+        if let Some(end) = plain_string_end(self.b, self.i + 1) {
+            let raw = &self.b[self.i..end];
+            self.i = end;
+            return Some(raw);
         }
         let end = json::string_end(self.b, self.i)?;
         let raw = &self.b[self.i..end];
@@ -581,6 +651,34 @@ impl<'a> Cursor<'a> {
         (plain || (std::str::from_utf8(raw).is_ok() && json::is_canonical_string(inner)))
             .then_some(raw)
     }
+}
+
+/// The end (after the closing quote) of a string whose content begins at `from`, when that
+/// content is printable ASCII without escapes, canonical as it stands; `None` when it is
+/// not, or ends first. Most deltas are a few such bytes: one pass over them, a word at a
+/// time, instead of a search for the quote and three scans of what it closes.
+fn plain_string_end(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The lowest byte flagged is exact (a borrow only flags bytes above a true one).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        let special = zero(x ^ (ONES * u64::from(b'"')))
+            | zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
+            | (x & HIGH);
+        if special != 0 {
+            let at = i + (special.trailing_zeros() / 8) as usize;
+            return (b[at] == b'"').then_some(at + 1);
+        }
+        i += 8;
+    }
+    let at = i + b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
+    (b[at] == b'"').then_some(at + 1)
 }
 
 /// Recognises a packable chunk delta: exactly the bytes `JSON.stringify` writes for a DSH
@@ -696,7 +794,23 @@ impl ChunkPacker {
         terminated: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        match parse_member(line).filter(|_| terminated) {
+        self.event_read(line, terminated, None, out)
+    }
+
+    /// [`ChunkPacker::event`] of a line already read as a member (`known`, its places in
+    /// `line`); `None` when it was not, and it is read here.
+    pub fn event_read<W: Write + ?Sized>(
+        &mut self,
+        line: &[u8],
+        terminated: bool,
+        known: Option<MemberAt>,
+        out: &mut W,
+    ) -> io::Result<()> {
+        let m = match known {
+            Some(at) => Some(at.member(line)),
+            None => parse_member(line),
+        };
+        match m.filter(|_| terminated) {
             Some(m) => self.member(line, &m, out),
             None => {
                 self.flush(out)?;
@@ -866,6 +980,33 @@ mod tests {
             Parsed::Row(r) => Ok(r.len()),
             Parsed::BadRow(e) => Err(e.to_string()),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_strings_end_where_the_general_reading_says() {
+        // Around word sizes, each byte class at each place: plain, a quote (the end), a
+        // backslash, a control byte, DEL, and a byte of UTF-8 beyond ASCII.
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in [b'a', b'"', b'\\', 0x01, 0x1f, 0x7f, 0xc3] {
+                    let mut b = vec![b'"'];
+                    b.extend((0..len).map(|k| {
+                        if k == at {
+                            special
+                        } else {
+                            b'a' + (k % 26) as u8
+                        }
+                    }));
+                    b.extend_from_slice(b"\",");
+                    let plain = b[1..].iter().position(|&c| c == b'"').filter(|&q| {
+                        b[1..1 + q]
+                            .iter()
+                            .all(|&c| (0x20..0x80).contains(&c) && c != b'\\')
+                    });
+                    assert_eq!(plain_string_end(&b, 1), plain.map(|q| q + 2), "{b:?}");
+                }
+            }
         }
     }
 

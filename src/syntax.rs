@@ -85,6 +85,19 @@ impl Tally {
         Ok(())
     }
 
+    /// A line its reader proved JSON on its own (as `sess pack` does a chunk delta, which it
+    /// reads in full): it is not looked at again, but it is content.
+    pub fn proven(&mut self) {
+        self.content = true;
+    }
+
+    /// Says the input's bad lines, if it had any, on stderr.
+    pub fn warn(&self, name: &str) {
+        if let Some(warning) = self.summary(name) {
+            eprintln!("sess: warning: {warning}");
+        }
+    }
+
     /// The warning for the input's bad lines, if it had any.
     pub fn summary(&self, name: &str) -> Option<String> {
         let first = self.first.as_ref()?;

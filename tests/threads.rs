@@ -389,3 +389,66 @@ fn a_bad_row_ends_the_run_before_the_next_input_is_read() {
         );
     }
 }
+
+#[test]
+fn pack_tells_every_line_that_is_not_json_whichever_thread_reads_the_chunk_deltas() {
+    // `pack` reads a chunk delta on its reading thread when the packing side is behind (a
+    // delta read in full needs no other check), else leaves it to the packing side and only
+    // checks it. Megabytes of deltas make it do both; bad lines, some that begin as deltas
+    // do, lie among them. Every reader must tell the same bad lines, on any thread count.
+    let mut log = Vec::new();
+    for k in 0..40_000u64 {
+        let line = match k {
+            7 | 25_000 => format!("{{\"type\":\"assistant/chunk\",\"seq\":{k},\"time\":"),
+            13_000 => "not json".to_string(),
+            // JSON, but not as JSON.stringify writes a delta: kept, and not a bad line.
+            20_000 => format!("{{\"type\":\"assistant/chunk\",\"seq\": {k}}}"),
+            33_333 => format!("{{\"type\":\"assistant/chunk\",\"seq\":{k},\"x\":[}}"),
+            _ => format!(
+                "{{\"type\":\"assistant/chunk\",\"seq\":{k},\"time\":{},\"data\":{{\"turn\":1,\
+                 \"step\":1,\"chunk\":{{\"type\":\"text-delta\",\"index\":0,\"text\":\" w{}\"}}}}}}",
+                1_783_352_170_000 + k * 7,
+                k % 97
+            ),
+        };
+        log.extend_from_slice(line.as_bytes());
+        log.push(b'\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dsh.jsonl");
+    std::fs::write(&file, &log).unwrap();
+    let name = file.display();
+    let want =
+        format!("sess: warning: {name}: 4 lines are not JSON (kept as read); the first: {name}:8:");
+    let cat = on_threads(&["cat"], "1", &[&file]);
+    assert!(
+        String::from_utf8_lossy(&cat.stderr).starts_with(&want),
+        "{}",
+        String::from_utf8_lossy(&cat.stderr)
+    );
+    let packed = |threads: &str| {
+        let out = dir.path().join(format!("t{threads}.zst"));
+        let run = sess()
+            .args(["pack", "--threads", threads, "-o"])
+            .arg(&out)
+            .arg(&file)
+            .output()
+            .unwrap();
+        (run, std::fs::read(&out).unwrap())
+    };
+    let ((one, one_bytes), (two, two_bytes)) = (packed("1"), packed("2"));
+    let said = |run: &std::process::Output| String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(
+        said(&one),
+        said(&cat),
+        "pack --threads 1 tells what cat tells"
+    );
+    assert_eq!(
+        said(&two),
+        said(&cat),
+        "pack --threads 2 tells what cat tells"
+    );
+    assert!(one_bytes == two_bytes, "the same packed bytes on both");
+    let back = stdout_ok(sess().arg("unpack").arg(dir.path().join("t2.zst")));
+    assert!(back == log, "the log comes back whole");
+}
