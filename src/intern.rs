@@ -615,7 +615,7 @@ pub struct Writer {
     last_arrays: Vec<u64>,
     /// Scratch for [`children`]: the commas of one container, and the children of the
     /// containers being walked, innermost last.
-    commas: Vec<usize>,
+    commas: Commas,
     kids: Vec<Kid>,
     /// Ids no later line will refer to, as `[from, to)` ranges, for the next interned line
     /// to tell readers.
@@ -707,7 +707,7 @@ impl Writer {
             last_defs: Vec::new(),
             arrays: HashMap::new(),
             last_arrays: Vec::new(),
-            commas: Vec::new(),
+            commas: Commas::default(),
             kids: Vec::new(),
             free: Vec::new(),
         }
@@ -722,8 +722,8 @@ impl Writer {
         // What an error left (the walk returns early on one).
         self.kids.clear();
         if self.min > 0 && line.len() >= self.min {
-            let end = json::skip_value(line, 0).unwrap_or(0);
             let start = json::skip_ws(line, 0);
+            let end = self.commas.value_end(line, start).unwrap_or(0);
             if end > start && json::skip_ws(line, end) == line.len() {
                 self.walk(line, start, end, 0, 0, &mut refs, &mut defs)?;
             }
@@ -748,7 +748,7 @@ impl Writer {
             return;
         }
         let start = json::skip_ws(line, 0);
-        if let Some(end) = json::skip_value(line, start) {
+        if let Some(end) = self.commas.value_end(line, start) {
             self.count(line, start, end, 0, at);
         }
     }
@@ -1179,8 +1179,34 @@ struct Kid {
     end: usize,
 }
 
+/// The commas of the container last walked in a line, kept from finding the end of a
+/// line's value to finding its children: walked twice, the top container of every line
+/// was a tenth of the blocks a DSH pack's interning walked.
+#[derive(Default)]
+struct Commas {
+    /// Where the container whose commas `at` holds begins, in the line being read.
+    of: Option<usize>,
+    at: Vec<usize>,
+}
+
+impl Commas {
+    /// The end of the value that begins at `b[start]` in a new line, as
+    /// [`json::skip_value`] finds it; a container's commas are kept for [`children`].
+    fn value_end(&mut self, b: &[u8], start: usize) -> Option<usize> {
+        self.of = None;
+        if !matches!(b.get(start), Some(b'{' | b'[')) {
+            return json::skip_value(b, start);
+        }
+        self.at.clear();
+        let end = json::blocks::separators(b, start, &mut self.at)?;
+        self.of = Some(start);
+        Some(end)
+    }
+}
+
 /// Pushes onto `kids` the values directly inside the container `b[start..end]` that are
-/// `min` bytes or longer, in order; `commas` is scratch. The container's commas are found
+/// `min` bytes or longer, in order; `commas` is scratch, or holds the container's commas
+/// already (found with its end, [`Commas::value_end`]). The container's commas are found
 /// 64 bytes at a time ([`json::blocks::separators`]), and a child is read only when the
 /// span between two of them is long enough to hold one of `min` bytes: most are not (a
 /// chunk row's `texts` are short strings), and reading each, at every depth, was most of
@@ -1193,13 +1219,16 @@ fn children(
     start: usize,
     end: usize,
     min: usize,
-    commas: &mut Vec<usize>,
+    commas: &mut Commas,
     kids: &mut Vec<Kid>,
 ) {
-    commas.clear();
-    if json::blocks::separators(b, start, commas) != Some(end) {
-        return;
+    if commas.of.take() != Some(start) {
+        commas.at.clear();
+        if json::blocks::separators(b, start, &mut commas.at) != Some(end) {
+            return;
+        }
     }
+    let commas = &commas.at;
     let object = b[start] == b'{';
     let mut from = start + 1;
     for &to in commas.iter().chain([end - 1].iter()) {
@@ -2176,10 +2205,34 @@ mod tests {
                     .into_iter()
                     .filter(|(_, s, e)| e - s >= min)
                     .collect();
-                let (mut commas, mut kids) = (vec![7], vec![]);
+                let (mut commas, mut kids) = (Commas { of: None, at: vec![7] }, vec![]);
                 children(b, start, end, min, &mut commas, &mut kids);
                 let got: Vec<_> = kids.into_iter().map(|k| (k.key, k.start, k.end)).collect();
                 prop_assert_eq!(got, want, "{}", &text[start..end]);
+            }
+        }
+
+        #[test]
+        fn the_commas_found_with_a_lines_end_are_that_lines(
+            before in json_text(),
+            text in json_text(),
+            min in 0usize..24,
+        ) {
+            // The line before leaves its commas unused (its value was referred to whole).
+            let mut commas = Commas::default();
+            commas.value_end(before.as_bytes(), 0);
+            let b = text.as_bytes();
+            let end = commas.value_end(b, 0);
+            prop_assert_eq!(end, json::skip_value(b, 0));
+            if let Some(end) = end.filter(|_| matches!(b[0], b'{' | b'[')) {
+                let want: Vec<_> = children_one_by_one(b, 0, end)
+                    .into_iter()
+                    .filter(|(_, s, e)| e - s >= min)
+                    .collect();
+                let mut kids = vec![];
+                children(b, 0, end, min, &mut commas, &mut kids);
+                let got: Vec<_> = kids.into_iter().map(|k| (k.key, k.start, k.end)).collect();
+                prop_assert_eq!(got, want, "{}", text);
             }
         }
 
