@@ -100,12 +100,12 @@ impl Packer {
                 self.chunks.finish(out)?;
                 match self.snapshots.take(line, group, out)? {
                     true => Ok(()),
-                    false => self.chunks.event_read(line, newline, known, out),
+                    false => self.chunks.event(line, newline, known, out),
                 }
             }
             None => {
                 self.snapshots.finish(out)?;
-                self.chunks.event_read(line, newline, known, out)
+                self.chunks.event(line, newline, known, out)
             }
         }
     }
@@ -169,8 +169,9 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
     }
     let mut same = Same::new(frame_size, inputs.len());
     if threads <= 1 {
-        let here = std::cell::Cell::new(true);
-        read_files::<E>(inputs, open, &mut same, &here, &mut |step| {
+        // One thread: deltas are always read where the lines are.
+        let here = &std::cell::Cell::new(true);
+        read_files::<E>(inputs, open, &mut same, here, &mut |step| {
             match step {
                 Step::Input(path) => packer.start_input(path),
                 Step::Event(bytes, newline, known) => {

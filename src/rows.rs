@@ -787,19 +787,9 @@ pub struct ChunkPacker {
 
 impl ChunkPacker {
     /// One logical event (a line without its newline). `terminated` is false only for a
-    /// last line without newline, which is written back exactly so.
+    /// last line without newline, which is written back exactly so. `known`: its places
+    /// in `line` when its reader already read it as a member; `None` reads it here.
     pub fn event<W: Write + ?Sized>(
-        &mut self,
-        line: &[u8],
-        terminated: bool,
-        out: &mut W,
-    ) -> io::Result<()> {
-        self.event_read(line, terminated, None, out)
-    }
-
-    /// [`ChunkPacker::event`] of a line already read as a member (`known`, its places in
-    /// `line`); `None` when it was not, and it is read here.
-    pub fn event_read<W: Write + ?Sized>(
         &mut self,
         line: &[u8],
         terminated: bool,
@@ -949,7 +939,7 @@ mod tests {
         let mut p = ChunkPacker::default();
         let mut out = Vec::new();
         for l in lines {
-            p.event(l.as_bytes(), true, &mut out).unwrap();
+            p.event(l.as_bytes(), true, None, &mut out).unwrap();
         }
         p.finish(&mut out).unwrap();
         String::from_utf8(out).unwrap()

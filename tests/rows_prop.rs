@@ -317,7 +317,7 @@ fn pack(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     for line in input.split_inclusive(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\n").unwrap();
-        p.event(line, true, &mut out).unwrap();
+        p.event(line, true, None, &mut out).unwrap();
     }
     p.finish(&mut out).unwrap();
     out
