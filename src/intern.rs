@@ -893,15 +893,7 @@ impl Writer {
         let leaf = v[0] == b'"' || depth >= MAX_DEPTH;
         let refs_before = refs.len();
         let array = !leaf && v[0] == b'[' && v.len() >= ARRAY_MIN;
-        if array {
-            // Every element: an array's prefix ref needs their ends.
-            let mut kids = Vec::new();
-            children(b, start, end, 0, &mut self.commas, &mut kids);
-            let from = self.array(b, start, end, &kids, path, refs, defs)?;
-            for kid in kids.into_iter().filter(|k| k.start >= from) {
-                self.walk_kid(b, kid, depth, path, refs, defs)?;
-            }
-        } else if !leaf {
+        if !leaf {
             let first = self.kids.len();
             children(
                 b,
@@ -911,9 +903,22 @@ impl Writer {
                 &mut self.commas,
                 &mut self.kids,
             );
+            let from = if array {
+                // The first element is among the children when it is long (and walking a
+                // long one again was a twentieth of a Codex pack), else soon found.
+                let head = (self.kids.get(first))
+                    .filter(|k| k.start == json::skip_ws(b, start + 1))
+                    .map(|k| k.start..k.end)
+                    .or_else(|| first_element(b, start, end));
+                self.array(b, start, end, head, path, refs, defs)?
+            } else {
+                start
+            };
             for k in first..self.kids.len() {
                 let kid = self.kids[k].clone();
-                self.walk_kid(b, kid, depth, path, refs, defs)?;
+                if kid.start >= from {
+                    self.walk_kid(b, kid, depth, path, refs, defs)?;
+                }
             }
             self.kids.truncate(first);
         }
@@ -967,14 +972,15 @@ impl Writer {
     /// frame) begins with the same elements, those are written as a ref to its first
     /// bytes, `[0`. A history that grows by one message a step (Claude Code's
     /// `normalizedMessages`) then costs one message a step. The array is defined for the
-    /// next one at its path. Returns where the elements still to be looked into begin.
+    /// next one at its path, when it begins as the last one did (`head`: where its first
+    /// element lies). Returns where the elements still to be looked into begin.
     #[allow(clippy::too_many_arguments)]
     fn array(
         &mut self,
         b: &[u8],
         start: usize,
         end: usize,
-        kids: &[Kid],
+        head: Option<std::ops::Range<usize>>,
         path: u64,
         refs: &mut Vec<Ref>,
         defs: &mut Vec<Found>,
@@ -1001,14 +1007,9 @@ impl Writer {
             self.scratch.clear();
             if self.store.get(last, &mut self.scratch)? {
                 let same = common_prefix(v, &self.scratch);
-                // The end of the last element both share: a `,` of this array (the arrays
-                // are the same bytes up to it, so the last one has an element end there).
-                let cut = kids
-                    .iter()
-                    .map(|k| k.end - start)
-                    .take_while(|&e| e <= same)
-                    .last()
-                    .filter(|&e| e >= self.min.max(2) && v[e] == b',');
+                let cut = (self.commas)
+                    .shared_elements(b, start, same)
+                    .filter(|&e| e >= self.min.max(2));
                 if let Some(cut) = cut {
                     let crc = crc32fast::hash(&v[..cut]);
                     let found = Found {
@@ -1029,8 +1030,8 @@ impl Writer {
         // as a history that grows does: a ref to its first bytes needs the first element
         // the same. (A DeepSeek Harness chunk row's `texts` never begin alike, and defining
         // every one wrote each row longer and cost a third of a pack's time.)
-        let head = kids.first().map_or(0, |k| {
-            let first = &b[k.start..k.end];
+        let head = head.map_or(0, |first| {
+            let first = &b[first];
             key(crc32fast::hash(first), first.len())
         });
         let known = match defs.last() {
@@ -1179,38 +1180,139 @@ struct Kid {
     end: usize,
 }
 
-/// The commas of the container last walked in a line, kept from finding the end of a
-/// line's value to finding its children: walked twice, the top container of every line
-/// was a tenth of the blocks a DSH pack's interning walked.
+/// The structure of the line being read, kept from finding the end of its value to
+/// finding the children of each container in it: every bracket and comma outside strings
+/// ([`json::blocks::structure`]), so that a container's commas are read off them and its
+/// bytes are not walked again at each depth it lies at (Codex histories lie five deep).
 #[derive(Default)]
 struct Commas {
-    /// Where the container whose commas `at` holds begins, in the line being read.
-    of: Option<usize>,
+    /// The line's brackets and commas, in order; empty when its value is no container,
+    /// or one the block walk leaves to the byte walk.
+    tape: Vec<usize>,
+    /// The commas of one container.
     at: Vec<usize>,
 }
 
 impl Commas {
     /// The end of the value that begins at `b[start]` in a new line, as
-    /// [`json::skip_value`] finds it; a container's commas are kept for [`children`].
+    /// [`json::skip_value`] finds it; a container's structure is kept for [`children`].
     fn value_end(&mut self, b: &[u8], start: usize) -> Option<usize> {
-        self.of = None;
+        self.tape.clear();
         if !matches!(b.get(start), Some(b'{' | b'[')) {
             return json::skip_value(b, start);
         }
+        // Kept to a quarter of the line's room: Codex's longest lines hold one bracket or
+        // comma in 52 bytes, and an array of small numbers one in two.
+        let most = ((b.len() - start) / 32).max(4096);
+        json::blocks::structure(b, start, most, &mut self.tape).or_else(|| {
+            self.tape.clear();
+            json::skip_value(b, start)
+        })
+    }
+
+    /// Reads the spans of `min` bytes or more in the container `b[start..end]` off the
+    /// line's structure into `at`, as [`json::blocks::separators`] finds them; false when
+    /// the structure does not hold that container.
+    fn read_off(&mut self, b: &[u8], start: usize, end: usize, min: usize) -> bool {
+        let Ok(k) = self.tape.binary_search(&start) else {
+            return false;
+        };
         self.at.clear();
-        let end = json::blocks::separators(b, start, &mut self.at)?;
-        self.of = Some(start);
-        Some(end)
+        let mut spans = json::blocks::Spans::new(start, min, &mut self.at);
+        let mut depth = 0usize;
+        for &p in &self.tape[k + 1..] {
+            match b[p] {
+                b',' if depth == 0 => spans.meet(p),
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth == 0 => {
+                    spans.meet(p);
+                    return p + 1 == end;
+                }
+                b'}' | b']' => depth -= 1,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Where the elements that the array at `b[start]` shares with another array end, when
+    /// the two are the same bytes for `same` bytes: right before a `,` of it (the other
+    /// then has an element end there too), and only when the last element that ends within
+    /// those bytes does so right before its comma. `None` when no element does. Read off
+    /// the line's structure where it holds the array (a history's elements are long, and
+    /// walking them again was a twentieth of a Codex pack), else walked; never by keeping
+    /// every element's end, which was 1.6 GB for an array of fifty million numbers.
+    fn shared_elements(&self, b: &[u8], start: usize, same: usize) -> Option<usize> {
+        let limit = start + same;
+        let (comma, after) = match self.comma_within(b, start, limit) {
+            Some(found) => found?,
+            None => {
+                let comma = json::blocks::last_comma(&b[..(limit + 1).min(b.len())], start)?;
+                let next = json::skip_ws(b, comma + 1);
+                let after = if next < limit {
+                    json::skip_value(b, next)
+                } else {
+                    None
+                };
+                (comma, after)
+            }
+        };
+        // An element after the comma that ends within the shared bytes is the last one.
+        if after.is_some_and(|e| e <= limit) || json::is_ws(b[comma - 1]) {
+            return None;
+        }
+        Some(comma - start)
+    }
+
+    /// On the line's structure: the last comma of the container at `b[start]` at `limit`
+    /// or before, and where the element after it ends (`None` when it is empty); `None`
+    /// when the structure does not hold the container.
+    #[allow(clippy::type_complexity)]
+    fn comma_within(
+        &self,
+        b: &[u8],
+        start: usize,
+        limit: usize,
+    ) -> Option<Option<(usize, Option<usize>)>> {
+        let k = self.tape.binary_search(&start).ok()?;
+        let (mut depth, mut comma) = (0usize, None);
+        for &p in &self.tape[k + 1..] {
+            match b[p] {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => depth -= 1,
+                b',' | b'}' | b']' if depth == 0 => {
+                    if p > limit {
+                        let Some(c) = comma else {
+                            return Some(None);
+                        };
+                        let mut end = p;
+                        while end > c + 1 && json::is_ws(b[end - 1]) {
+                            end -= 1;
+                        }
+                        return Some(Some((c, (end > c + 1).then_some(end))));
+                    }
+                    if b[p] != b',' {
+                        // The array closes within the shared bytes: its last element is
+                        // followed by no comma.
+                        return Some(None);
+                    }
+                    comma = Some(p);
+                }
+                _ => {}
+            }
+        }
+        None
     }
 }
 
 /// Pushes onto `kids` the values directly inside the container `b[start..end]` that are
-/// `min` bytes or longer, in order; `commas` is scratch, or holds the container's commas
-/// already (found with its end, [`Commas::value_end`]). The container's commas are found
-/// 64 bytes at a time ([`json::blocks::separators`]), and a child is read only when the
-/// span between two of them is long enough to hold one of `min` bytes: most are not (a
-/// chunk row's `texts` are short strings), and reading each, at every depth, was most of
-/// the cost of interning. In valid JSON these are the children a reader finds one by one;
+/// `min` bytes or longer, in order; `commas` holds the line's structure when it was found
+/// with its end ([`Commas::value_end`]), and is scratch otherwise. The container's commas
+/// are found 64 bytes at a time ([`json::blocks::separators`]), and a child is read (and
+/// its place kept) only when the span between two of them is long enough to hold one of
+/// `min` bytes: most are not (a chunk row's `texts` are short strings), and reading each,
+/// at every depth, was most of the cost of interning; keeping each, an array of fifty
+/// million numbers took 2 GB. In valid JSON these are the children a reader finds one by one;
 /// in text that is not, a span is taken as it stands (`1 2` as one child), the short ones
 /// unread, and a long one that is no member stops the list: refs stand for bytes, so any
 /// span round-trips.
@@ -1222,27 +1324,29 @@ fn children(
     commas: &mut Commas,
     kids: &mut Vec<Kid>,
 ) {
-    if commas.of.take() != Some(start) {
+    let min = min.max(1);
+    if !commas.read_off(b, start, end, min) {
         commas.at.clear();
-        if json::blocks::separators(b, start, &mut commas.at) != Some(end) {
+        if json::blocks::separators(b, start, min, &mut commas.at) != Some(end) {
             return;
         }
     }
-    let commas = &commas.at;
     let object = b[start] == b'{';
-    let mut from = start + 1;
-    for &to in commas.iter().chain([end - 1].iter()) {
-        let span = std::mem::replace(&mut from, to + 1)..to;
-        if span.len() < min.max(1) {
-            continue;
-        }
-        let Some(kid) = child(b, span, object) else {
+    for pair in commas.at.chunks_exact(2) {
+        let Some(kid) = child(b, pair[0] + 1..pair[1], object) else {
             return;
         };
         if kid.end - kid.start >= min {
             kids.push(kid);
         }
     }
+}
+
+/// Where the first element of the array `b[start..end]` lies; `None` when it has none.
+fn first_element(b: &[u8], start: usize, end: usize) -> Option<std::ops::Range<usize>> {
+    let first = json::skip_ws(b, start + 1);
+    let first_end = json::skip_value(b, first).filter(|&e| e < end)?;
+    Some(first..first_end)
 }
 
 /// The member (`object`) or element between two commas of a container, whitespace around
@@ -2205,7 +2309,7 @@ mod tests {
                     .into_iter()
                     .filter(|(_, s, e)| e - s >= min)
                     .collect();
-                let (mut commas, mut kids) = (Commas { of: None, at: vec![7] }, vec![]);
+                let (mut commas, mut kids) = (Commas { tape: vec![], at: vec![7] }, vec![]);
                 children(b, start, end, min, &mut commas, &mut kids);
                 let got: Vec<_> = kids.into_iter().map(|k| (k.key, k.start, k.end)).collect();
                 prop_assert_eq!(got, want, "{}", &text[start..end]);
@@ -2213,7 +2317,45 @@ mod tests {
         }
 
         #[test]
-        fn the_commas_found_with_a_lines_end_are_that_lines(
+        fn the_elements_two_arrays_share_end_where_their_ends_say(
+            text in json_text(),
+            near in any::<prop::sample::Index>(),
+            off in 0usize..4,
+            small in any::<bool>(),
+        ) {
+            // An array of elements each, inside a line whose structure holds it, or not (a
+            // structure too small to hold is walked instead).
+            let array = format!("[{text},{text} ,{text}]");
+            let line = format!(r#"{{"a":{array},"b":[{text},1]}}"#);
+            let (b, start) = (line.as_bytes(), 5);
+            let end = start + array.len();
+            // As the prefix ref read them off every element's end: the last element that
+            // ends within the shared bytes, when a comma follows it at once.
+            let ends: Vec<usize> = children_one_by_one(b, start, end)
+                .into_iter()
+                .map(|(_, _, e)| e - start)
+                .collect();
+            // The shared bytes end anywhere, mostly next to an element's end.
+            let same = match off {
+                3 => near.index(array.len() + 1),
+                _ => (near.get(&ends) + off).saturating_sub(1).min(array.len()),
+            };
+            let want = ends
+                .into_iter()
+                .take_while(|&e| e <= same)
+                .last()
+                .filter(|&e| array.as_bytes()[e] == b',');
+            let mut commas = Commas::default();
+            if !small {
+                commas.value_end(b, 0);
+                prop_assert!(!commas.tape.is_empty());
+            }
+            let got = commas.shared_elements(b, start, same);
+            prop_assert_eq!(got, want, "{} {}", array, same);
+        }
+
+        #[test]
+        fn the_structure_found_with_a_lines_end_gives_each_containers_children(
             before in json_text(),
             text in json_text(),
             min in 0usize..24,
@@ -2224,15 +2366,19 @@ mod tests {
             let b = text.as_bytes();
             let end = commas.value_end(b, 0);
             prop_assert_eq!(end, json::skip_value(b, 0));
-            if let Some(end) = end.filter(|_| matches!(b[0], b'{' | b'[')) {
-                let want: Vec<_> = children_one_by_one(b, 0, end)
+            // Every container in it, outermost first as a walk meets them, read off the
+            // structure found with the end.
+            let mut all = Vec::new();
+            containers(b, 0, b.len(), &mut all);
+            for (start, end) in all {
+                let want: Vec<_> = children_one_by_one(b, start, end)
                     .into_iter()
                     .filter(|(_, s, e)| e - s >= min)
                     .collect();
                 let mut kids = vec![];
-                children(b, 0, end, min, &mut commas, &mut kids);
+                children(b, start, end, min, &mut commas, &mut kids);
                 let got: Vec<_> = kids.into_iter().map(|k| (k.key, k.start, k.end)).collect();
-                prop_assert_eq!(got, want, "{}", text);
+                prop_assert_eq!(got, want, "{}", &text[start..end]);
             }
         }
 

@@ -176,3 +176,32 @@ fn recover_reads_a_huge_last_line_backwards_in_linear_time() {
         .success()
         .stdout("\"a\"\n");
 }
+
+#[test]
+fn pack_keeps_no_entry_per_element_of_a_huge_array() {
+    // Ten million numbers in one 20 MB line. Finding where its elements lie kept an entry
+    // for each (their ends for a prefix ref, the commas between them): 280 MB and an
+    // abort under this limit, where the packer needs about 110 MB (the room of a few
+    // copies of the line). The line's brackets and commas kept whole are 128 MB more,
+    // and abort too.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("numbers.jsonl");
+    let line = format!("{{\"type\":\"x\",\"v\":[{}0]}}\n", "0,".repeat(10_000_000));
+    std::fs::write(&input, &line).unwrap();
+    let packed = dir.path().join("numbers.zst");
+    let args = format!("pack {} -o {}", input.display(), packed.display());
+    let out = common::sess_in_bash("ulimit -d 200000 && ", &args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sess()
+        .arg("unpack")
+        .arg(&packed)
+        .assert()
+        .success()
+        .stdout(predicate::eq(line.into_bytes()));
+}

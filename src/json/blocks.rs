@@ -5,8 +5,11 @@
 //! Walking it byte by byte, stopping at every escape, runs near 1 GB/s; this walks it as
 //! bit masks of 64-byte blocks (which bytes are quotes, backslashes, openers, closers),
 //! works out from them which bytes are inside strings, and counts brackets outside them.
-//! Asked for, it also marks the commas outside strings, and keeps those met at depth 1:
-//! what lies between them are the container's members or elements ([`separators`]).
+//! Asked for, it also marks the commas outside strings, and keeps those met at depth 1
+//! around the spans long enough to matter: what lies between them are the container's
+//! members or elements ([`separators`]). Or it keeps every bracket and comma, for the
+//! children of every container inside to be read off them ([`structure`]). What it keeps
+//! is bounded by the caller, never one entry per byte of a line.
 //!
 //! The answer is the byte-by-byte walk's answer on every input, JSON or not. The masks
 //! treat every backslash as an escape, which the byte walk does only inside strings; the
@@ -71,19 +74,47 @@ macro_rules! simd_masks {
 /// The end (one past the closing bracket) of the container opening at `b[i]`, as
 /// [`scalar_end`] finds it, or `None` when it does not close within `b`.
 pub fn container_end(b: &[u8], i: usize) -> Option<usize> {
-    dispatch::<false>(b, i, &mut Vec::new())
+    dispatch::<false, false>(b, i, &mut Spans::new(i, 0, &mut Vec::new()))
 }
 
-/// [`container_end`], pushing onto `out` where the container's commas at its own level
-/// lie (those between its members or elements, none inside them): its children are the
-/// spans between them, found without reading each child, so that an array of a thousand
-/// short strings costs its 64-byte blocks and not a thousand string scans. On `None`,
-/// `out` holds an unspecified part of them.
-pub fn separators(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
-    dispatch::<true>(b, i, out)
+/// [`container_end`], pushing onto `out` the separators around each of the container's
+/// children whose span is `min` bytes or longer, as a pair: the bracket or comma before
+/// it and the comma or bracket after it (commas at the container's own level, none inside
+/// its children). Its children are found without reading each, so that an array of a
+/// thousand short strings costs its 64-byte blocks and not a thousand string scans; and
+/// the short ones are not kept, so that an array of a million numbers costs no room.
+/// On `None`, `out` holds an unspecified part of them.
+pub fn separators(b: &[u8], i: usize, min: usize, out: &mut Vec<usize>) -> Option<usize> {
+    dispatch::<true, false>(b, i, &mut Spans::new(i, min, out))
 }
 
-fn dispatch<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
+/// The last comma at its own level of the container that opens at `b[i]` and does not
+/// close within `b`: where the last of its children that `b` holds whole ends, when `b`
+/// is the first bytes of it. `None` when there is none, or the container closes.
+pub fn last_comma(b: &[u8], i: usize) -> Option<usize> {
+    let mut none = Vec::new();
+    let mut spans = Spans::new(i, usize::MAX, &mut none);
+    match dispatch::<true, false>(b, i, &mut spans) {
+        Some(_) => None,
+        None => (spans.last > i).then_some(spans.last),
+    }
+}
+
+/// [`container_end`], pushing onto `out` where every bracket and comma outside strings
+/// lies, at every depth, up to the container's own closing bracket: the commas of each
+/// container inside are then read off these (in the order met), without walking its
+/// bytes again for each depth it lies at. `None` also for a container that holds a
+/// backslash outside a string (never JSON), which only the byte walk reads, and once more
+/// than `most` are met: an array of a million numbers is better walked again than kept.
+pub fn structure(b: &[u8], i: usize, most: usize, out: &mut Vec<usize>) -> Option<usize> {
+    dispatch::<true, true>(b, i, &mut Spans::new(i, most, out))
+}
+
+fn dispatch<const COMMAS: bool, const ALL: bool>(
+    b: &[u8],
+    i: usize,
+    spans: &mut Spans,
+) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("popcnt")
@@ -91,20 +122,25 @@ fn dispatch<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Opt
         && std::arch::is_x86_feature_detected!("pclmulqdq")
     {
         // SAFETY: the CPU has these features, as just checked.
-        return unsafe { walk_avx2::<COMMAS>(b, i, out) };
+        return unsafe { walk_avx2::<COMMAS, ALL>(b, i, spans) };
     }
-    walk::<COMMAS>(b, i, masks::<COMMAS>, prefix_xor, out)
+    walk::<COMMAS, ALL>(b, i, spans, masks::<COMMAS>, prefix_xor)
 }
 
 /// [`walk`] compiled for the CPUs of the last ten years: masks from two 32-byte compares
 /// per class, bit counts in one instruction, the prefix parity as a carry-less product.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,bmi1,pclmulqdq")]
-unsafe fn walk_avx2<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
+unsafe fn walk_avx2<const COMMAS: bool, const ALL: bool>(
+    b: &[u8],
+    i: usize,
+    spans: &mut Spans,
+) -> Option<usize> {
     use std::arch::x86_64::*;
-    walk::<COMMAS>(
+    walk::<COMMAS, ALL>(
         b,
         i,
+        spans,
         // SAFETY: AVX2 is enabled for this function; each unaligned load reads bytes
         // 32k..32k+32 of the 64-byte block.
         |block| unsafe {
@@ -126,29 +162,36 @@ unsafe fn walk_avx2<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>
             let p = _mm_clmulepi64_si128(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1), 0);
             _mm_cvtsi128_si64(p) as u64
         },
-        out,
     )
 }
 
 #[inline(always)]
-fn walk<const COMMAS: bool>(
+fn walk<const COMMAS: bool, const ALL: bool>(
     b: &[u8],
     i: usize,
+    spans: &mut Spans,
     masks: impl Fn(&[u8; 64]) -> Masks,
     prefix_xor: impl Fn(u64) -> u64,
-    out: &mut Vec<usize>,
 ) -> Option<usize> {
     let mut carry = Carry::default();
     let mut at = i;
-    let base = out.len();
+    let base = spans.out.len();
     while at < b.len() {
         let block = Block::at(b, at);
-        match step::<COMMAS>(masks(block.bytes()), &prefix_xor, &mut carry, at, out) {
+        match step::<COMMAS, ALL>(masks(block.bytes()), &prefix_xor, &mut carry, at, spans) {
+            Step::Next if ALL && spans.out.len() - base > spans.min => {
+                spans.out.truncate(base);
+                return None;
+            }
             Step::Next => at += 64,
             Step::End(k) => return Some(at + k + 1).filter(|&e| e <= b.len()),
+            Step::Odd if ALL => {
+                spans.out.truncate(base);
+                return None;
+            }
             Step::Odd => {
-                out.truncate(base);
-                return scalar::<COMMAS>(b, i, out);
+                spans.out.truncate(base);
+                return scalar::<COMMAS>(b, i, spans);
             }
         }
     }
@@ -163,14 +206,55 @@ enum Step {
     Odd,
 }
 
-/// One block of [`walk`]; with `COMMAS`, pushes the commas at depth 1 (block offset `at`).
+/// Where the children of a container lie, kept as a walk meets its separators: the pairs
+/// of separators around each span of `min` bytes or more ([`separators`]).
+pub struct Spans<'a> {
+    /// The bracket or comma that the next child follows.
+    last: usize,
+    /// The shortest span kept; with [`structure`], the most separators kept.
+    min: usize,
+    out: &'a mut Vec<usize>,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of the container that opens at `open`, kept in `out`.
+    pub fn new(open: usize, min: usize, out: &'a mut Vec<usize>) -> Spans<'a> {
+        Spans {
+            last: open,
+            min,
+            out,
+        }
+    }
+
+    /// A separator at depth 1, `at`: the span it ends is kept when long enough.
+    #[inline(always)]
+    pub fn meet(&mut self, at: usize) {
+        if at - self.last > self.min {
+            self.out.extend([self.last, at]);
+        }
+        self.last = at;
+    }
+
+    /// [`Spans::meet`] each comma `at + k` for each bit `k` set in `bits`.
+    #[inline(always)]
+    fn meet_bits(&mut self, mut bits: u64, at: usize) {
+        while bits != 0 {
+            self.meet(at + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// One block of [`walk`]; with `COMMAS`, keeps the spans between the commas at depth 1
+/// (block offset `at`); with `ALL` too, every bracket and comma instead, up to the
+/// container's end.
 #[inline(always)]
-fn step<const COMMAS: bool>(
+fn step<const COMMAS: bool, const ALL: bool>(
     m: Masks,
     prefix_xor: impl Fn(u64) -> u64,
     carry: &mut Carry,
     at: usize,
-    out: &mut Vec<usize>,
+    spans: &mut Spans,
 ) -> Step {
     let escaped = escapes(m.backslash, &mut carry.escaped);
     let quotes = m.quote & !escaped;
@@ -182,6 +266,10 @@ fn step<const COMMAS: bool>(
     }
     let (open, close) = (m.open & !inside, m.close & !inside);
     let comma = if COMMAS { m.comma & !inside } else { 0 };
+    if ALL {
+        // Those past the container's end are taken back at its end.
+        push_bits(open | close | comma, at, spans.out);
+    }
     // Cannot reach depth 0 in this block (nor depth 1, where the commas that count lie),
     // whatever the order.
     if carry.depth > u64::from(COMMAS) + u64::from(close.count_ones()) {
@@ -195,8 +283,8 @@ fn step<const COMMAS: bool>(
     while brackets != 0 {
         let k = brackets.trailing_zeros() as usize;
         brackets &= brackets - 1;
-        if COMMAS && carry.depth == 1 {
-            push_bits(comma & below(k) & !below(from), at, out);
+        if COMMAS && !ALL && carry.depth == 1 {
+            spans.meet_bits(comma & below(k) & !below(from), at);
         }
         from = k + 1;
         if open >> k & 1 == 1 {
@@ -204,12 +292,18 @@ fn step<const COMMAS: bool>(
         } else {
             carry.depth = carry.depth.saturating_sub(1);
             if carry.depth == 0 {
+                while ALL && spans.out.last().is_some_and(|&p| p > at + k) {
+                    spans.out.pop();
+                }
+                if COMMAS && !ALL {
+                    spans.meet(at + k);
+                }
                 return Step::End(k);
             }
         }
     }
-    if COMMAS && carry.depth == 1 {
-        push_bits(comma & !below(from), at, out);
+    if COMMAS && !ALL && carry.depth == 1 {
+        spans.meet_bits(comma & !below(from), at);
     }
     Step::Next
 }
@@ -327,12 +421,13 @@ fn portable_masks(block: &[u8; 64]) -> Masks {
 
 /// The byte-by-byte walk: the definition [`container_end`] keeps to.
 pub fn scalar_end(b: &[u8], i: usize) -> Option<usize> {
-    scalar::<false>(b, i, &mut Vec::new())
+    scalar::<false>(b, i, &mut Spans::new(i, 0, &mut Vec::new()))
 }
 
-/// The byte-by-byte walk, pushing the commas at depth 1 with `COMMAS`: the definition
-/// [`separators`] keeps to.
-fn scalar<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Option<usize> {
+/// The byte-by-byte walk, keeping the spans of `min` bytes or more between the separators
+/// at depth 1 with `COMMAS`: the definition [`separators`] keeps to.
+fn scalar<const COMMAS: bool>(b: &[u8], i: usize, spans: &mut Spans) -> Option<usize> {
+    spans.last = i;
     let mut depth = 0usize;
     let mut j = i;
     while j < b.len() {
@@ -345,10 +440,13 @@ fn scalar<const COMMAS: bool>(b: &[u8], i: usize, out: &mut Vec<usize>) -> Optio
             b'}' | b']' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
+                    if COMMAS {
+                        spans.meet(j);
+                    }
                     return Some(j + 1);
                 }
             }
-            b',' if COMMAS && depth == 1 => out.push(j),
+            b',' if COMMAS && depth == 1 => spans.meet(j),
             _ => {}
         }
         j += 1;
@@ -379,8 +477,11 @@ mod tests {
                     for (name, got) in variants(b, i) {
                         assert_eq!(got, scalar_end(b, i), "{name}: {text:?} at {i}");
                     }
-                    for (name, got) in separator_variants(b, i) {
-                        assert_eq!(got, scalar_separators(b, i), "{name}: {text:?} at {i}");
+                    for min in [0, 1, 3, 9] {
+                        for (name, got) in separator_variants(b, i, min) {
+                            let want = scalar_separators(b, i, min);
+                            assert_eq!(got, want, "{name}: {text:?} at {i}, {min}");
+                        }
                     }
                 }
             }
@@ -395,19 +496,31 @@ mod tests {
             ("chosen", container_end(b, i)),
             (
                 "baseline",
-                walk::<false>(b, i, masks::<false>, prefix_xor, none),
+                walk::<false, false>(
+                    b,
+                    i,
+                    &mut Spans::new(i, 0, none),
+                    masks::<false>,
+                    prefix_xor,
+                ),
             ),
             (
                 "portable",
-                walk::<false>(b, i, portable_masks, prefix_xor, none),
+                walk::<false, false>(
+                    b,
+                    i,
+                    &mut Spans::new(i, 0, none),
+                    portable_masks,
+                    prefix_xor,
+                ),
             ),
         ]
     }
 
-    /// [`variants`] of [`separators`]: where each walk ends, and the commas it found when
+    /// [`variants`] of [`separators`]: where each walk ends, and the spans it kept when
     /// it ended (none otherwise).
     type Found = (Option<usize>, Vec<usize>);
-    fn separator_variants(b: &[u8], i: usize) -> [(&'static str, Found); 3] {
+    fn separator_variants(b: &[u8], i: usize, min: usize) -> [(&'static str, Found); 3] {
         let run = |walk: &dyn Fn(&mut Vec<usize>) -> Option<usize>| {
             let mut out = vec![usize::MAX];
             let end = walk(&mut out);
@@ -419,36 +532,191 @@ mod tests {
             (end, out)
         };
         [
-            ("chosen", run(&|out| separators(b, i, out))),
+            ("chosen", run(&|out| separators(b, i, min, out))),
             (
                 "baseline",
-                run(&|out| walk::<true>(b, i, masks::<true>, prefix_xor, out)),
+                run(&|out| {
+                    walk::<true, false>(
+                        b,
+                        i,
+                        &mut Spans::new(i, min, out),
+                        masks::<true>,
+                        prefix_xor,
+                    )
+                }),
             ),
             (
                 "portable",
-                run(&|out| walk::<true>(b, i, portable_masks, prefix_xor, out)),
+                run(&|out| {
+                    walk::<true, false>(
+                        b,
+                        i,
+                        &mut Spans::new(i, min, out),
+                        portable_masks,
+                        prefix_xor,
+                    )
+                }),
             ),
         ]
     }
 
-    fn scalar_separators(b: &[u8], i: usize) -> Found {
-        let mut out = Vec::new();
-        let end = scalar::<true>(b, i, &mut out);
-        if end.is_none() {
-            out.clear();
+    /// Every bracket and comma outside strings from `b[i]` to the container's end, byte by
+    /// byte: what [`structure`] finds.
+    fn scalar_structure(b: &[u8], i: usize) -> Found {
+        let (mut out, mut depth, mut j) = (Vec::new(), 0usize, i);
+        while j < b.len() {
+            match b[j] {
+                b'"' => match crate::json::string_end(b, j) {
+                    Some(e) => {
+                        j = e;
+                        continue;
+                    }
+                    None => break,
+                },
+                b'{' | b'[' => {
+                    depth += 1;
+                    out.push(j);
+                }
+                b'}' | b']' => {
+                    out.push(j);
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return (Some(j + 1), out);
+                    }
+                }
+                b',' => out.push(j),
+                _ => {}
+            }
+            j += 1;
         }
-        (end, out)
+        (None, Vec::new())
+    }
+
+    /// [`structure`] with each of the masks, as [`separator_variants`].
+    fn structure_variants(b: &[u8], i: usize, most: usize) -> [(&'static str, Found); 3] {
+        let run = |walk: &dyn Fn(&mut Vec<usize>) -> Option<usize>| {
+            let mut out = vec![usize::MAX];
+            let end = walk(&mut out);
+            assert_eq!(out.first(), Some(&usize::MAX), "what was in out stays");
+            out.remove(0);
+            if end.is_none() {
+                out.clear();
+            }
+            (end, out)
+        };
+        [
+            ("chosen", run(&|out| structure(b, i, most, out))),
+            (
+                "baseline",
+                run(&|out| {
+                    walk::<true, true>(
+                        b,
+                        i,
+                        &mut Spans::new(i, most, out),
+                        masks::<true>,
+                        prefix_xor,
+                    )
+                }),
+            ),
+            (
+                "portable",
+                run(&|out| {
+                    walk::<true, true>(
+                        b,
+                        i,
+                        &mut Spans::new(i, most, out),
+                        portable_masks,
+                        prefix_xor,
+                    )
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn structure_is_every_bracket_and_comma_outside_strings_to_the_end() {
+        let object = r#"{"a":[1,2],"b,":"x\",y]","c":{"d":[3,{"e":4}]} , "f":5}"#;
+        for pad in 0..130 {
+            // Blocks begin where the walk does: padding moves every byte across their edges.
+            let long = format!("[{}{object},{object} ,[{object}]],[9]", " ".repeat(pad));
+            let want = scalar_structure(long.as_bytes(), 0);
+            assert_eq!(want.0, Some(long.len() - 4));
+            assert_eq!(want.1.len(), 3 * 15 + 6, "{pad}");
+            for (name, got) in structure_variants(long.as_bytes(), 0, usize::MAX) {
+                assert_eq!(got, want, "{name} {pad}");
+            }
+        }
+        // A backslash outside a string is left to the byte walk.
+        assert_eq!(structure(br#"[1,\"x"]"#, 0, 99, &mut Vec::new()), None);
+        // More than it may keep (it counts at the end of each block), and it gives up.
+        let many = format!("[{}0]", "0,".repeat(200));
+        for most in [0, 49, 190] {
+            let mut out = vec![7];
+            assert_eq!(structure(many.as_bytes(), 0, most, &mut out), None);
+            assert_eq!(out, [7]);
+        }
+        let mut out = vec![7];
+        assert_eq!(
+            structure(many.as_bytes(), 0, 202, &mut out),
+            Some(many.len())
+        );
+        assert_eq!(out.len(), 1 + 202);
+    }
+
+    /// The commas at depth 1, byte by byte, and where the container ends.
+    fn scalar_commas(b: &[u8], i: usize) -> Found {
+        let (mut out, mut depth, mut j) = (Vec::new(), 0usize, i);
+        while j < b.len() {
+            match b[j] {
+                b'"' => match crate::json::string_end(b, j) {
+                    Some(e) => {
+                        j = e;
+                        continue;
+                    }
+                    None => break,
+                },
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return (Some(j + 1), out);
+                    }
+                }
+                b',' if depth == 1 => out.push(j),
+                _ => {}
+            }
+            j += 1;
+        }
+        (None, Vec::new())
+    }
+
+    /// The pairs of separators around the spans of `min` bytes or more between the
+    /// commas at depth 1: what [`separators`] keeps, and [`scalar`] too.
+    fn scalar_separators(b: &[u8], i: usize, min: usize) -> Found {
+        let (end, commas) = scalar_commas(b, i);
+        let Some(end) = end else {
+            return (None, Vec::new());
+        };
+        let seps: Vec<usize> = [i].into_iter().chain(commas).chain([end - 1]).collect();
+        let pairs = seps
+            .windows(2)
+            .filter(|w| (w[0] + 1..w[1]).len() >= min)
+            .flatten();
+        let found = (Some(end), pairs.copied().collect());
+        let mut out = Vec::new();
+        let end = scalar::<true>(b, i, &mut Spans::new(i, min, &mut out));
+        assert_eq!((end, out), found, "the byte walk");
+        found
     }
 
     #[test]
     fn separators_are_the_commas_between_children() {
         let text = br#"{"a":[1,2],"b,":"x\",y","c":{"d":[3,{"e":4}]} , "f":5}tail,"#;
-        let (end, commas) = scalar_separators(text, 0);
+        let (end, pairs) = scalar_separators(text, 0, 0);
         assert_eq!(end, Some(text.len() - 5));
-        let spans: Vec<&str> = std::iter::once(0)
-            .chain(commas.iter().copied())
-            .zip(commas.iter().copied().chain(end.map(|e| e - 1)))
-            .map(|(a, b)| std::str::from_utf8(&text[a + 1..b]).unwrap())
+        let spans: Vec<&str> = pairs
+            .chunks(2)
+            .map(|p| std::str::from_utf8(&text[p[0] + 1..p[1]]).unwrap())
             .collect();
         assert_eq!(
             spans,
@@ -465,26 +733,39 @@ mod tests {
         for pad in 0..130 {
             let long = format!("[{}{object},{object} ,[{object}]]", " ".repeat(pad));
             let at = pad + 1 + object.len();
-            let want = (Some(long.len()), vec![at, at + 1 + object.len() + 1]);
-            assert_eq!(scalar_separators(long.as_bytes(), 0), want);
-            for (name, got) in separator_variants(long.as_bytes(), 0) {
-                assert_eq!(got, want, "{name} {pad}");
+            let second = at + 1 + object.len() + 1;
+            let all = vec![0, at, at, second, second, long.len() - 1];
+            assert_eq!(
+                scalar_separators(long.as_bytes(), 0, 0),
+                (Some(long.len()), all)
+            );
+            // Of the three spans, the first holds the padding and the last the brackets.
+            let spans = [pad + object.len(), object.len() + 1, object.len() + 2];
+            for min in [0, object.len() + 2, pad + object.len() + 1, long.len()] {
+                let kept: Vec<usize> = [0, at, second, long.len() - 1]
+                    .windows(2)
+                    .zip(spans)
+                    .filter(|(_, len)| *len >= min)
+                    .flat_map(|(w, _)| w.to_vec())
+                    .collect();
+                for (name, got) in separator_variants(long.as_bytes(), 0, min) {
+                    assert_eq!(got, (Some(long.len()), kept.clone()), "{name} {pad} {min}");
+                }
             }
-            for (name, got) in separator_variants(long.as_bytes(), pad + 1) {
+            for (name, got) in separator_variants(long.as_bytes(), pad + 1, 0) {
                 assert_eq!(
                     got.1,
-                    commas.iter().map(|c| c + pad + 1).collect::<Vec<_>>(),
+                    pairs.iter().map(|c| c + pad + 1).collect::<Vec<_>>(),
                     "{name}"
                 );
             }
             // A block that begins two deep and climbs out to a comma of the outer array.
             let deep = format!("[[{}1],2]", " ".repeat(pad));
-            for (name, got) in separator_variants(deep.as_bytes(), 0) {
-                assert_eq!(
-                    got,
-                    (Some(deep.len()), vec![deep.len() - 3]),
-                    "{name} {pad}"
-                );
+            let comma = deep.len() - 3;
+            for (min, kept) in [(0, vec![0, comma, comma, comma + 2]), (2, vec![0, comma])] {
+                for (name, got) in separator_variants(deep.as_bytes(), 0, min) {
+                    assert_eq!(got, (Some(deep.len()), kept.clone()), "{name} {pad}");
+                }
             }
         }
     }
@@ -521,16 +802,57 @@ mod tests {
         }
 
         #[test]
-        fn agrees_with_the_byte_walk(b in jsonish(), raw in prop::collection::vec(any::<u8>(), 0..300)) {
+        fn the_last_comma_of_a_prefix_is_the_byte_walks(b in jsonish(), cut: prop::sample::Index) {
+            let b = &b[..cut.index(b.len() + 1)];
+            // Byte by byte: the last comma at depth 1 before the container closes, if it
+            // does not, or before a string that does not end within the prefix.
+            let (mut depth, mut last, mut j) = (0usize, None, 0);
+            let want = loop {
+                let Some(&c) = b.get(j) else { break last };
+                match c {
+                    b'"' => match crate::json::string_end(b, j) {
+                        Some(e) => {
+                            j = e;
+                            continue;
+                        }
+                        None => break last,
+                    },
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            break None;
+                        }
+                    }
+                    b',' if depth == 1 => last = Some(j),
+                    _ => {}
+                }
+                j += 1;
+            };
+            prop_assert_eq!(last_comma(b, 0), want);
+        }
+
+        #[test]
+        fn agrees_with_the_byte_walk(
+            b in jsonish(),
+            raw in prop::collection::vec(any::<u8>(), 0..300),
+            min in 0usize..12,
+        ) {
             let mut raw = raw;
             raw.insert(0, b'{');
             for text in [&b, &raw] {
                 for (name, got) in variants(text, 0) {
                     prop_assert_eq!(got, scalar_end(text, 0), "{}", name);
                 }
-                for (name, got) in separator_variants(text, 0) {
-                    prop_assert_eq!(&got, &scalar_separators(text, 0), "{}", name);
+                for (name, got) in separator_variants(text, 0, min) {
+                    prop_assert_eq!(&got, &scalar_separators(text, 0, min), "{}", name);
                     prop_assert_eq!(got.0, scalar_end(text, 0));
+                }
+                // Where a backslash outside a string is met, the byte walk alone reads on.
+                for (name, got) in structure_variants(text, 0, usize::MAX) {
+                    if got.0.is_some() || !text.contains(&b'\\') {
+                        prop_assert_eq!(&got, &scalar_structure(text, 0), "{}", name);
+                    }
                 }
             }
         }
