@@ -114,6 +114,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
+    // Its threads pass long lines around: what they free must not stay theirs.
+    sess::io::memory::return_large_frees();
     let inputs = args.io.inputs();
     let streaming =
         inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();

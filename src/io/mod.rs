@@ -5,6 +5,7 @@
 pub mod ahead;
 pub mod behind;
 pub mod lines;
+pub mod memory;
 pub mod read;
 pub mod signals;
 pub mod sink;
