@@ -21,6 +21,28 @@ use super::walk::{ZSTD_MAGIC, is_skippable};
 /// How much of one frame's output is held back until its checksum is checked.
 pub const HOLD_LIMIT: usize = 64 << 20;
 
+/// The output of a frame not yet verified, and whether a line ends in it: asked after each
+/// step of a frame over [`HOLD_LIMIT`], a search of the whole was quadratic in a long line
+/// (a frame of one 300 MB line took 12 s to unpack).
+#[derive(Default)]
+struct Held {
+    bytes: Vec<u8>,
+    newline: bool,
+}
+
+impl Held {
+    fn push(&mut self, out: &[u8]) {
+        self.newline |= memchr::memchr(b'\n', out).is_some();
+        self.bytes.extend_from_slice(out);
+    }
+
+    /// Empties it, and gives what it held.
+    fn take(&mut self) -> Vec<u8> {
+        self.newline = false;
+        std::mem::take(&mut self.bytes)
+    }
+}
+
 /// What to do with damage, after RocksDB's WAL recovery modes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Recovery {
@@ -85,7 +107,7 @@ pub struct FrameReader<R: Read> {
     ready: Vec<u8>,
     ready_pos: usize,
     /// Output of the frame being decoded, not yet verified.
-    hold: Vec<u8>,
+    hold: Held,
     /// The first bytes of a line that earlier frames end inside, not yet given.
     carry: Vec<u8>,
     /// The next line to go out begins after skipped damage, which may have cut it (whether
@@ -142,7 +164,7 @@ impl<R: Read> FrameReader<R> {
             scratch: vec![0; 128 * 1024],
             ready: Vec::new(),
             ready_pos: 0,
-            hold: Vec::new(),
+            hold: Held::default(),
             carry: Vec::new(),
             suspect: false,
             frame_start: None,
@@ -337,7 +359,7 @@ impl<R: Read> FrameReader<R> {
         let result = self.dctx.decompress_stream(&mut output, &mut input);
         let (consumed, produced) = (input.pos(), output.pos());
         self.start += consumed;
-        self.hold.extend_from_slice(&self.scratch[..produced]);
+        self.hold.push(&self.scratch[..produced]);
         match result {
             Err(code) => {
                 let why = format!("zstd: {}", zstd::zstd_safe::get_error_name(code));
@@ -346,7 +368,7 @@ impl<R: Read> FrameReader<R> {
             Ok(0) => {
                 // The frame is complete and its checksum, if it has one, matched.
                 self.frame_done(at);
-                let out = std::mem::take(&mut self.hold);
+                let out = self.hold.take();
                 self.release(out);
                 self.frame_start = None;
                 self.released = 0;
@@ -356,10 +378,10 @@ impl<R: Read> FrameReader<R> {
                 // A frame too large to hold whole releases its complete lines from here on
                 // as they come. The held buffer is handed over, not copied, and never grows
                 // past the limit.
-                if (self.released > 0 || self.hold.len() + self.scratch.len() > HOLD_LIMIT)
-                    && memchr::memrchr(b'\n', &self.hold).is_some()
+                if (self.released > 0 || self.hold.bytes.len() + self.scratch.len() > HOLD_LIMIT)
+                    && self.hold.newline
                 {
-                    let out = std::mem::take(&mut self.hold);
+                    let out = self.hold.take();
                     self.released += memchr::memchr_iter(b'\n', &out).count() as u64;
                     self.release(out);
                 }
@@ -461,9 +483,9 @@ impl<R: Read> FrameReader<R> {
                  --recovery tolerate-tail keeps its complete lines)"
             )));
         }
-        let keep = memchr::memrchr(b'\n', &self.hold).map_or(0, |k| k + 1);
-        let lost = self.hold.len() - keep;
-        let mut out = std::mem::take(&mut self.hold);
+        let mut out = self.hold.take();
+        let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
+        let lost = out.len() - keep;
         out.truncate(keep);
         self.release(out);
         // A line begun before the tear that its prefix does not end: the last line.
@@ -494,7 +516,7 @@ impl<R: Read> FrameReader<R> {
 
     /// The bytes at `at` are damaged: not a frame, or a frame that fails to decode.
     fn damage(&mut self, at: u64, why: &str) -> io::Result<()> {
-        self.hold.clear();
+        self.hold.take();
         self.frame_start = None;
         if self.released > 0 {
             return Err(invalid(format!(
@@ -643,5 +665,24 @@ impl<R: Read> Read for FrameReader<R> {
             }
             self.step()?;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Held;
+
+    #[test]
+    fn held_output_knows_whether_a_line_ends_in_it_until_taken() {
+        let mut held = Held::default();
+        held.push(b"{\"a\":");
+        assert!(!held.newline);
+        held.push(b"1}\n{\"b\"");
+        held.push(b":2");
+        assert!(held.newline, "a newline in an earlier step still counts");
+        assert_eq!(held.take(), b"{\"a\":1}\n{\"b\":2");
+        assert!(!held.newline && held.bytes.is_empty());
+        held.push(b"}");
+        assert!(!held.newline);
     }
 }
