@@ -402,18 +402,21 @@ impl Same {
         if !ev.starts_line() {
             return;
         }
-        s.extend_from_slice(ev.line.bytes);
-        if ev.line.ending == Ending::Newline {
-            s.push(b'\n');
-        }
+        let newline = ev.line.ending == Ending::Newline;
         // Not the same log once read again: a line that reads as interned (the packed
         // lines wrap it), or an input's last line without a newline, which the next
-        // input's first line would join.
-        if s.len() > self.frame_size
+        // input's first line would join. Nor one past a frame, found before the line is
+        // copied (a line of 300 MB was copied whole, to be dropped).
+        if s.len() + ev.line.bytes.len() + usize::from(newline) > self.frame_size
             || intern::is_interned(ev.line.bytes)
-            || ev.line.ending != Ending::Newline && self.inputs > 1
+            || !newline && self.inputs > 1
         {
             self.kept = None;
+            return;
+        }
+        s.extend_from_slice(ev.line.bytes);
+        if newline {
+            s.push(b'\n');
         }
     }
 }
