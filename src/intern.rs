@@ -1187,9 +1187,10 @@ struct Kid {
 #[derive(Default)]
 struct Commas {
     /// The line's brackets and commas, in order; empty when its value is no container,
-    /// or one the block walk leaves to the byte walk.
+    /// one the block walk leaves to the byte walk, or one with more than it keeps. Its
+    /// room is that of the longest line's so far.
     tape: Vec<usize>,
-    /// The commas of one container.
+    /// The spans of one container's children, as [`json::blocks::separators`] keeps them.
     at: Vec<usize>,
 }
 
@@ -1201,8 +1202,9 @@ impl Commas {
         if !matches!(b.get(start), Some(b'{' | b'[')) {
             return json::skip_value(b, start);
         }
-        // Kept to a quarter of the line's room: Codex's longest lines hold one bracket or
-        // comma in 52 bytes, and an array of small numbers one in two.
+        // Kept to about a quarter of the line's room (counted at each 64-byte block's end,
+        // and a Vec's room doubles): Codex's longest lines hold one bracket or comma in 52
+        // bytes, and an array of small numbers one in two.
         let most = ((b.len() - start) / 32).max(4096);
         json::blocks::structure(b, start, most, &mut self.tape).or_else(|| {
             self.tape.clear();
@@ -1214,22 +1216,15 @@ impl Commas {
     /// line's structure into `at`, as [`json::blocks::separators`] finds them; false when
     /// the structure does not hold that container.
     fn read_off(&mut self, b: &[u8], start: usize, end: usize, min: usize) -> bool {
-        let Ok(k) = self.tape.binary_search(&start) else {
+        let Some(level) = level(&self.tape, b, start) else {
             return false;
         };
         self.at.clear();
         let mut spans = json::blocks::Spans::new(start, min, &mut self.at);
-        let mut depth = 0usize;
-        for &p in &self.tape[k + 1..] {
-            match b[p] {
-                b',' if depth == 0 => spans.meet(p),
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' if depth == 0 => {
-                    spans.meet(p);
-                    return p + 1 == end;
-                }
-                b'}' | b']' => depth -= 1,
-                _ => {}
+        for p in level {
+            spans.meet(p);
+            if b[p] != b',' {
+                return p + 1 == end;
             }
         }
         false
@@ -1264,9 +1259,11 @@ impl Commas {
         Some(comma - start)
     }
 
-    /// On the line's structure: the last comma of the container at `b[start]` at `limit`
-    /// or before, and where the element after it ends (`None` when it is empty); `None`
-    /// when the structure does not hold the container.
+    /// On the line's structure: `Some(Some((comma, end)))` for the last comma of the
+    /// container at `b[start]` at `limit` or before and where the element after it ends
+    /// (`None` when that one is empty); `Some(None)` when no comma lies there, or the
+    /// container closes there (its last element is followed by none); `None` when the
+    /// structure does not hold the container.
     #[allow(clippy::type_complexity)]
     fn comma_within(
         &self,
@@ -1274,48 +1271,59 @@ impl Commas {
         start: usize,
         limit: usize,
     ) -> Option<Option<(usize, Option<usize>)>> {
-        let k = self.tape.binary_search(&start).ok()?;
-        let (mut depth, mut comma) = (0usize, None);
-        for &p in &self.tape[k + 1..] {
-            match b[p] {
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' if depth > 0 => depth -= 1,
-                b',' | b'}' | b']' if depth == 0 => {
-                    if p > limit {
-                        let Some(c) = comma else {
-                            return Some(None);
-                        };
-                        let mut end = p;
-                        while end > c + 1 && json::is_ws(b[end - 1]) {
-                            end -= 1;
-                        }
-                        return Some(Some((c, (end > c + 1).then_some(end))));
-                    }
-                    if b[p] != b',' {
-                        // The array closes within the shared bytes: its last element is
-                        // followed by no comma.
-                        return Some(None);
-                    }
-                    comma = Some(p);
-                }
-                _ => {}
+        let mut comma = None;
+        for p in level(&self.tape, b, start)? {
+            if p > limit {
+                return Some(comma.map(|c| {
+                    let end = trim_end(b, c + 1, p);
+                    (c, (end > c + 1).then_some(end))
+                }));
             }
+            if b[p] != b',' {
+                return Some(None);
+            }
+            comma = Some(p);
         }
         None
     }
 }
 
-/// Pushes onto `kids` the values directly inside the container `b[start..end]` that are
-/// `min` bytes or longer, in order; `commas` holds the line's structure when it was found
-/// with its end ([`Commas::value_end`]), and is scratch otherwise. The container's commas
-/// are found 64 bytes at a time ([`json::blocks::separators`]), and a child is read (and
-/// its place kept) only when the span between two of them is long enough to hold one of
-/// `min` bytes: most are not (a chunk row's `texts` are short strings), and reading each,
-/// at every depth, was most of the cost of interning; keeping each, an array of fifty
-/// million numbers took 2 GB. In valid JSON these are the children a reader finds one by one;
-/// in text that is not, a span is taken as it stands (`1 2` as one child), the short ones
-/// unread, and a long one that is no member stops the list: refs stand for bytes, so any
-/// span round-trips.
+/// The separators at its own level (commas, then its closing bracket) of the container
+/// whose opening bracket is on `tape` at `b[start]`, read off the tape; `None` when the
+/// tape does not hold it.
+fn level<'a>(
+    tape: &'a [usize],
+    b: &'a [u8],
+    start: usize,
+) -> Option<impl Iterator<Item = usize> + 'a> {
+    let k = tape.binary_search(&start).ok()?;
+    let mut depth = 0usize;
+    Some(tape[k + 1..].iter().copied().filter(move |&p| match b[p] {
+        b'{' | b'[' => {
+            depth += 1;
+            false
+        }
+        b'}' | b']' if depth > 0 => {
+            depth -= 1;
+            false
+        }
+        _ => depth == 0,
+    }))
+}
+
+/// Pushes onto `kids` the strings, arrays and objects directly inside the container
+/// `b[start..end]` that are `min` bytes or longer (the values interned), in order;
+/// `commas` holds the line's structure when it was found with its end
+/// ([`Commas::value_end`]), and is scratch otherwise. The container's commas are found 64
+/// bytes at a time ([`json::blocks::separators`]), and a child is read (and its place
+/// kept) only when the span between two of them is long enough to hold one of `min` bytes:
+/// most are not (a chunk row's `texts` are short strings), and reading each, at every
+/// depth, was most of the cost of interning; keeping each, an array of fifty million
+/// numbers took 2 GB. (With a small `min`, each child that long still costs its place: 16
+/// bytes, and 32 for a string or container.) In valid JSON these are the children a reader
+/// finds one by one; in text that is not, a span is taken as it stands (`1 2` as one
+/// child), the short ones unread, and a long one that is no member stops the list: refs
+/// stand for bytes, so any span round-trips.
 fn children(
     b: &[u8],
     start: usize,
@@ -1336,10 +1344,18 @@ fn children(
         let Some(kid) = child(b, pair[0] + 1..pair[1], object) else {
             return;
         };
-        if kid.end - kid.start >= min {
+        if kid.end - kid.start >= min && matches!(b[kid.start], b'"' | b'{' | b'[') {
             kids.push(kid);
         }
     }
+}
+
+/// The end of `b[from..to]` with the whitespace at its end left out.
+fn trim_end(b: &[u8], from: usize, mut to: usize) -> usize {
+    while to > from && json::is_ws(b[to - 1]) {
+        to -= 1;
+    }
+    to
 }
 
 /// Where the first element of the array `b[start..end]` lies; `None` when it has none.
@@ -1352,10 +1368,7 @@ fn first_element(b: &[u8], start: usize, end: usize) -> Option<std::ops::Range<u
 /// The member (`object`) or element between two commas of a container, whitespace around
 /// it trimmed; `None` when it is not one.
 fn child(b: &[u8], span: std::ops::Range<usize>, object: bool) -> Option<Kid> {
-    let mut end = span.end;
-    while end > span.start && json::is_ws(b[end - 1]) {
-        end -= 1;
-    }
+    let end = trim_end(b, span.start, span.end);
     let mut start = json::skip_ws(b, span.start);
     let mut key = start..start;
     if object {
@@ -2307,7 +2320,7 @@ mod tests {
             for (start, end) in all {
                 let want: Vec<_> = children_one_by_one(b, start, end)
                     .into_iter()
-                    .filter(|(_, s, e)| e - s >= min)
+                    .filter(|(_, s, e)| e - s >= min && b"\"{[".contains(&b[*s]))
                     .collect();
                 let (mut commas, mut kids) = (Commas { tape: vec![], at: vec![7] }, vec![]);
                 children(b, start, end, min, &mut commas, &mut kids);
@@ -2373,7 +2386,7 @@ mod tests {
             for (start, end) in all {
                 let want: Vec<_> = children_one_by_one(b, start, end)
                     .into_iter()
-                    .filter(|(_, s, e)| e - s >= min)
+                    .filter(|(_, s, e)| e - s >= min && b"\"{[".contains(&b[*s]))
                     .collect();
                 let mut kids = vec![];
                 children(b, start, end, min, &mut commas, &mut kids);

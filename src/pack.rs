@@ -350,7 +350,10 @@ struct BatchesOut {
     /// A batch back, to be filled again, whatever it held: a fresh one costs page faults
     /// as it grows. With large blocks given back to the system when freed
     /// ([`crate::io::memory`]), a fresh batch for each long line was most of the page faults
-    /// of the 1 GiB Codex pack. One only: it keeps the room of one long line at most.
+    /// of the 1 GiB Codex pack. One is kept (others back are dropped), so the batches that
+    /// go round are those out, the one being filled and this one: each may keep the room
+    /// of a long line it held (on the Codex log, 6 MB more at peak than dropping them, and
+    /// 0.1 to 0.2 s less).
     spare: Option<Events>,
 }
 

@@ -9,10 +9,11 @@
 /// price is page faults wherever a large buffer is not kept and filled again: for `pack`,
 /// whose buffers go round, 0.1 s on that Codex log; `unpack` of a DSH log was a fifth
 /// slower (its read-ahead blocks come and go), so only `pack` asks for it. Call before
-/// any thread starts.
+/// the command's threads start, for their first blocks to follow it.
 pub fn return_large_frees() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt sets a parameter of glibc's allocator; no other thread runs yet.
+    // SAFETY: mallopt sets a parameter of glibc's allocator, under its own lock (the
+    // signal thread may be running).
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }

@@ -9,7 +9,7 @@
 //! around the spans long enough to matter: what lies between them are the container's
 //! members or elements ([`separators`]). Or it keeps every bracket and comma, for the
 //! children of every container inside to be read off them ([`structure`]). What it keeps
-//! is bounded by the caller, never one entry per byte of a line.
+//! is bounded by the caller: spans of a shortest length, or a largest count.
 //!
 //! The answer is the byte-by-byte walk's answer on every input, JSON or not. The masks
 //! treat every backslash as an escape, which the byte walk does only inside strings; the
