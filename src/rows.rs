@@ -609,12 +609,16 @@ impl<'a> Cursor<'a> {
         Some(raw)
     }
 
-    /// Any valid JSON string (UTF-8 is checked by the caller).
+    /// Any valid JSON string (UTF-8 is checked by the caller). Most of a row's members
+    /// are printable ASCII without escapes, found in one word-wise pass.
     fn json_string(&mut self) -> Option<&'a [u8]> {
         if self.b.get(self.i) != Some(&b'"') {
             return None;
         }
-        let end = json::string_end_strict(self.b, self.i).ok()?;
+        let end = match plain_string_end(self.b, self.i + 1) {
+            Some(end) => end,
+            None => json::string_end_strict(self.b, self.i).ok()?,
+        };
         let raw = &self.b[self.i..end];
         self.i = end;
         Some(raw)
