@@ -521,6 +521,18 @@ mod tests {
     /// it ended (none otherwise).
     type Found = (Option<usize>, Vec<usize>);
     fn separator_variants(b: &[u8], i: usize, min: usize) -> [(&'static str, Found); 3] {
+        walk_variants::<false>(b, i, min, &|out| separators(b, i, min, out))
+    }
+
+    /// The walk chosen at run time (`chosen`), then the baseline build and the portable
+    /// masks keeping separators as `ALL` says, each with `limit` (a span's least length, or
+    /// the most kept): where each ends, and what it kept when it ended (none otherwise).
+    fn walk_variants<const ALL: bool>(
+        b: &[u8],
+        i: usize,
+        limit: usize,
+        chosen: &dyn Fn(&mut Vec<usize>) -> Option<usize>,
+    ) -> [(&'static str, Found); 3] {
         let run = |walk: &dyn Fn(&mut Vec<usize>) -> Option<usize>| {
             let mut out = vec![usize::MAX];
             let end = walk(&mut out);
@@ -531,32 +543,18 @@ mod tests {
             }
             (end, out)
         };
+        let baseline = |out: &mut Vec<usize>| {
+            let spans = &mut Spans::new(i, limit, out);
+            walk::<true, ALL>(b, i, spans, masks::<true>, prefix_xor)
+        };
+        let portable = |out: &mut Vec<usize>| {
+            let spans = &mut Spans::new(i, limit, out);
+            walk::<true, ALL>(b, i, spans, portable_masks, prefix_xor)
+        };
         [
-            ("chosen", run(&|out| separators(b, i, min, out))),
-            (
-                "baseline",
-                run(&|out| {
-                    walk::<true, false>(
-                        b,
-                        i,
-                        &mut Spans::new(i, min, out),
-                        masks::<true>,
-                        prefix_xor,
-                    )
-                }),
-            ),
-            (
-                "portable",
-                run(&|out| {
-                    walk::<true, false>(
-                        b,
-                        i,
-                        &mut Spans::new(i, min, out),
-                        portable_masks,
-                        prefix_xor,
-                    )
-                }),
-            ),
+            ("chosen", run(chosen)),
+            ("baseline", run(&baseline)),
+            ("portable", run(&portable)),
         ]
     }
 
@@ -594,43 +592,7 @@ mod tests {
 
     /// [`structure`] with each of the masks, as [`separator_variants`].
     fn structure_variants(b: &[u8], i: usize, most: usize) -> [(&'static str, Found); 3] {
-        let run = |walk: &dyn Fn(&mut Vec<usize>) -> Option<usize>| {
-            let mut out = vec![usize::MAX];
-            let end = walk(&mut out);
-            assert_eq!(out.first(), Some(&usize::MAX), "what was in out stays");
-            out.remove(0);
-            if end.is_none() {
-                out.clear();
-            }
-            (end, out)
-        };
-        [
-            ("chosen", run(&|out| structure(b, i, most, out))),
-            (
-                "baseline",
-                run(&|out| {
-                    walk::<true, true>(
-                        b,
-                        i,
-                        &mut Spans::new(i, most, out),
-                        masks::<true>,
-                        prefix_xor,
-                    )
-                }),
-            ),
-            (
-                "portable",
-                run(&|out| {
-                    walk::<true, true>(
-                        b,
-                        i,
-                        &mut Spans::new(i, most, out),
-                        portable_masks,
-                        prefix_xor,
-                    )
-                }),
-            ),
-        ]
+        walk_variants::<true>(b, i, most, &|out| structure(b, i, most, out))
     }
 
     #[test]
