@@ -904,12 +904,7 @@ impl Writer {
                 &mut self.kids,
             );
             let from = if array {
-                // The first element is among the children when it is long (and walking a
-                // long one again was a twentieth of a Codex pack), else soon found.
-                let head = (self.kids.get(first))
-                    .filter(|k| k.start == json::skip_ws(b, start + 1))
-                    .map(|k| k.start..k.end)
-                    .or_else(|| first_element(b, start, end));
+                let head = first_element(b, start, end, self.kids.get(first));
                 self.array(b, start, end, head, path, refs, defs)?
             } else {
                 start
@@ -1359,8 +1354,18 @@ fn trim_end(b: &[u8], from: usize, mut to: usize) -> usize {
 }
 
 /// Where the first element of the array `b[start..end]` lies; `None` when it has none.
-fn first_element(b: &[u8], start: usize, end: usize) -> Option<std::ops::Range<usize>> {
+/// `kid` is the first of its [`children`]: the first element when that one is long (and
+/// walking a long one again was a twentieth of a Codex pack), else it is soon read.
+fn first_element(
+    b: &[u8],
+    start: usize,
+    end: usize,
+    kid: Option<&Kid>,
+) -> Option<std::ops::Range<usize>> {
     let first = json::skip_ws(b, start + 1);
+    if let Some(kid) = kid.filter(|k| k.start == first) {
+        return Some(kid.start..kid.end);
+    }
     let first_end = json::skip_value(b, first).filter(|&e| e < end)?;
     Some(first..first_end)
 }

@@ -32,7 +32,8 @@ struct Held {
 
 impl Held {
     fn push(&mut self, out: &[u8]) {
-        self.newline |= memchr::memchr(b'\n', out).is_some();
+        // Once one is known, the bytes that follow need no search.
+        self.newline = self.newline || memchr::memchr(b'\n', out).is_some();
         self.bytes.extend_from_slice(out);
     }
 
