@@ -455,43 +455,100 @@ pub fn member_head(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
     Some((&b[i + 1..key_end - 1], skip_ws(b, colon + 1)))
 }
 
-/// Where the value of a top-level field starts. Unlike [`field`], it does not skip that
-/// value, which is what a path through a huge object needs: Claude Code's `data.type`
-/// comes after a `data.normalizedMessages` of megabytes, and skipping `data` to reach it,
-/// and then its members, walked those bytes twice.
-fn value_start(b: &[u8], key: &str) -> Option<usize> {
-    let i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    let mut i = i + 1;
-    loop {
-        let (k, vstart) = member_head(b, i)?;
-        if key_is(k, key) {
-            return Some(vstart);
-        }
-        i = skip_value(b, vstart)?;
-    }
-}
-
 /// The raw value of a top-level field, found without looking past it: only the members
 /// before it are skipped. A key that repeats (no producer writes one) is read at its first
 /// occurrence. Keys spelled with escapes are compared decoded.
 pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
-    let start = value_start(line, key)?;
-    Some(&line[start..skip_value(line, start)?])
+    Lookup::new(line).field(key)
 }
 
 /// The raw value at a dotted path of object keys (`assistantMessageEvent.partial`). The
 /// objects on the way are entered, not skipped: the answer is the same (their members are
 /// read up to the one named), without walking what follows it.
 pub fn path<'a>(line: &'a [u8], dotted: &str) -> Option<&'a [u8]> {
-    let (parents, last) = dotted.rsplit_once('.').unwrap_or(("", dotted));
-    let mut obj = line;
-    for seg in parents.split('.').filter(|_| !parents.is_empty()) {
-        obj = &obj[value_start(obj, seg)?..];
+    Lookup::new(line).path(dotted)
+}
+
+/// Lookups of several fields of one line ([`field`], [`path`]) that walk a long value
+/// once: each long value skipped on the way is remembered by where it starts. Claude
+/// Code's `data.type` and `data.agentId` both lie after a `data.normalizedMessages` of
+/// megabytes, and reading the two walked those bytes twice (a tenth of the packing thread
+/// of a Claude Code pack).
+pub struct Lookup<'a> {
+    line: &'a [u8],
+    /// Values of `long` bytes or more skipped so far: where each starts and ends.
+    skipped: Vec<(usize, usize)>,
+    long: usize,
+}
+
+impl<'a> Lookup<'a> {
+    pub fn new(line: &'a [u8]) -> Lookup<'a> {
+        // Shorter values are walked again: remembering them would cost more.
+        Lookup::remembering(line, 4096)
     }
-    field(obj, last)
+
+    fn remembering(line: &'a [u8], long: usize) -> Lookup<'a> {
+        Lookup {
+            line,
+            skipped: Vec::new(),
+            long,
+        }
+    }
+
+    pub fn line(&self) -> &'a [u8] {
+        self.line
+    }
+
+    /// [`field`] of the line.
+    pub fn field(&mut self, key: &str) -> Option<&'a [u8]> {
+        self.path_from(0, "", key)
+    }
+
+    /// [`path`] of the line.
+    pub fn path(&mut self, dotted: &str) -> Option<&'a [u8]> {
+        let (parents, last) = dotted.rsplit_once('.').unwrap_or(("", dotted));
+        self.path_from(0, parents, last)
+    }
+
+    fn path_from(&mut self, mut obj: usize, parents: &str, last: &str) -> Option<&'a [u8]> {
+        for seg in parents.split('.').filter(|_| !parents.is_empty()) {
+            obj = self.value_start(obj, seg)?;
+        }
+        let start = self.value_start(obj, last)?;
+        Some(&self.line[start..self.skip(start)?])
+    }
+
+    /// Where the value of the member `key` of the object at `obj` starts. Unlike
+    /// [`Lookup::field`], it does not skip that value, which is what a path through a huge
+    /// object needs: skipping `data` to reach `data.type`, and then its members, walked
+    /// those bytes twice.
+    fn value_start(&mut self, obj: usize, key: &str) -> Option<usize> {
+        let b = self.line;
+        let i = skip_ws(b, obj);
+        if b.get(i) != Some(&b'{') {
+            return None;
+        }
+        let mut i = i + 1;
+        loop {
+            let (k, vstart) = member_head(b, i)?;
+            if key_is(k, key) {
+                return Some(vstart);
+            }
+            i = self.skip(vstart)?;
+        }
+    }
+
+    /// [`skip_value`], remembered for long values.
+    fn skip(&mut self, start: usize) -> Option<usize> {
+        if let Some(&(_, end)) = self.skipped.iter().find(|(s, _)| *s == start) {
+            return Some(end);
+        }
+        let end = skip_value(self.line, start)?;
+        if end - start >= self.long {
+            self.skipped.push((start, end));
+        }
+        Some(end)
+    }
 }
 
 /// Whether a raw key (text between the quotes) spells `key`.
@@ -812,7 +869,43 @@ mod tests {
         })
     }
 
+    /// Two lookups past the same long member walk it once: the second finds its end.
+    #[test]
+    fn a_long_member_is_walked_once_for_two_lookups() {
+        let big = format!("[{}1]", "1,".repeat(5000));
+        let line = format!(
+            r#"{{"type":"progress","data":{{"msgs":{big},"type":"agent_progress","agentId":"a1"}}}}"#
+        );
+        let look = &mut Lookup::new(line.as_bytes());
+        assert_eq!(look.field("type"), Some(&br#""progress""#[..]));
+        assert_eq!(look.path("data.type"), Some(&br#""agent_progress""#[..]));
+        assert_eq!(look.path("data.agentId"), Some(&br#""a1""#[..]));
+        assert_eq!(look.path("data.nope"), None);
+        let at = line.find("[1,").unwrap();
+        assert_eq!(look.skipped, vec![(at, at + big.len())]);
+    }
+
     proptest! {
+        /// Lookups one after another on one line, each value remembered, answer as each
+        /// alone does.
+        #[test]
+        fn lookups_in_turn_agree_with_folding_fields(
+            v in nested(),
+            paths in prop::collection::vec(prop::collection::vec("[abc]", 1..4), 1..6),
+            pretty: bool,
+        ) {
+            let line = if pretty {
+                serde_json::to_vec_pretty(&v).unwrap()
+            } else {
+                serde_json::to_vec(&v).unwrap()
+            };
+            let look = &mut Lookup::remembering(&line, 0);
+            for keys in paths {
+                let dotted = keys.join(".");
+                prop_assert_eq!(look.path(&dotted), path_by_members(&line, &dotted));
+            }
+        }
+
         #[test]
         fn paths_agree_with_folding_fields(
             v in nested(),

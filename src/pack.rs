@@ -113,13 +113,15 @@ impl Packer {
     /// The run of a snapshot frame, or of a line the profile packs as snapshot rows.
     fn snapshot(&mut self, line: &[u8]) -> Option<Group> {
         let p = self.profile.see(line).filter(|p| p.packs_snapshots())?;
-        let kind = p.kind_of(line)?;
+        // The kind and the key may lie after the same long member: walked once.
+        let look = &mut crate::json::Lookup::new(line);
+        let kind = p.kind_in(look)?;
         let key = match (
             p.frames.get(kind.as_ref()),
             p.snapshot_rows.get(kind.as_ref()),
         ) {
-            (Some(rule), _) if rule.snapshot.holds(line) => rule.key_of(line),
-            (_, Some(rule)) => rule.key_of(line),
+            (Some(rule), _) if rule.snapshot.holds_in(look) => rule.key_in(look),
+            (_, Some(rule)) => rule.key_in(look),
             _ => return None,
         };
         Some((kind.into_owned(), key))

@@ -73,10 +73,15 @@ pub enum Snapshot {
 impl Snapshot {
     /// Whether `line` is a snapshot frame under this rule.
     pub fn holds(&self, line: &[u8]) -> bool {
+        self.holds_in(&mut json::Lookup::new(line))
+    }
+
+    /// [`Snapshot::holds`] of the line of `look`.
+    pub fn holds_in(&self, look: &mut json::Lookup<'_>) -> bool {
         match self {
             Snapshot::Always => true,
             Snapshot::Never => false,
-            Snapshot::IfAny(paths) => paths.iter().any(|p| json::path(line, p).is_some()),
+            Snapshot::IfAny(paths) => paths.iter().any(|p| look.path(p).is_some()),
         }
     }
 }
@@ -131,13 +136,18 @@ impl FrameRule {
     /// The pairing key of a frame or a successor: the raw value of the key field (empty
     /// when absent), or `None` for a keyless rule.
     pub fn key_of(&self, line: &[u8]) -> Option<Vec<u8>> {
-        key_at(self.key.as_deref(), line)
+        self.key_in(&mut json::Lookup::new(line))
+    }
+
+    /// [`FrameRule::key_of`] the line of `look`.
+    pub fn key_in(&self, look: &mut json::Lookup<'_>) -> Option<Vec<u8>> {
+        key_at(self.key.as_deref(), look)
     }
 }
 
 /// The raw value at the dotted path `key` (empty when absent), or `None` without a key.
-fn key_at(key: Option<&str>, line: &[u8]) -> Option<Vec<u8>> {
-    key.map(|f| json::path(line, f).unwrap_or_default().to_vec())
+fn key_at(key: Option<&str>, look: &mut json::Lookup<'_>) -> Option<Vec<u8>> {
+    key.map(|f| look.path(f).unwrap_or_default().to_vec())
 }
 
 /// Which lines of a kind in `snapshot_rows` make one run.
@@ -152,7 +162,12 @@ pub struct RowRule {
 impl RowRule {
     /// The run a line belongs to: the raw value of the key field (empty when absent).
     pub fn key_of(&self, line: &[u8]) -> Option<Vec<u8>> {
-        key_at(self.key.as_deref(), line)
+        self.key_in(&mut json::Lookup::new(line))
+    }
+
+    /// [`RowRule::key_of`] the line of `look`.
+    pub fn key_in(&self, look: &mut json::Lookup<'_>) -> Option<Vec<u8>> {
+        key_at(self.key.as_deref(), look)
     }
 }
 
@@ -592,9 +607,14 @@ impl Profile {
     /// sub-field when the profile says so (`TOP:SUB`). `None` when the line has no string
     /// kind field.
     pub fn kind_of<'a>(&self, line: &'a [u8]) -> Option<Cow<'a, str>> {
-        match json::field(line, &self.kind.field).and_then(json::str_value) {
-            Some(top) => Some(self.refine_kind(line, top)),
-            None => self.marker_kind(line),
+        self.kind_in(&mut json::Lookup::new(line))
+    }
+
+    /// [`Profile::kind_of`] the line of `look`.
+    pub fn kind_in<'a>(&self, look: &mut json::Lookup<'a>) -> Option<Cow<'a, str>> {
+        match look.field(&self.kind.field).and_then(json::str_value) {
+            Some(top) => Some(self.refine_in(look, top)),
+            None => self.marker_kind(look.line()),
         }
     }
 
@@ -610,6 +630,10 @@ impl Profile {
 
     /// The kind of a line whose kind field has been read already (`top`).
     pub fn refine_kind<'a>(&self, line: &'a [u8], top: Cow<'a, str>) -> Cow<'a, str> {
+        self.refine_in(&mut json::Lookup::new(line), top)
+    }
+
+    fn refine_in<'a>(&self, look: &mut json::Lookup<'a>, top: Cow<'a, str>) -> Cow<'a, str> {
         let path = match &self.kind.sub {
             Sub::None => return top,
             Sub::All(p) => p.as_str(),
@@ -618,7 +642,7 @@ impl Profile {
                 None => return top,
             },
         };
-        match json::path(line, path).and_then(json::str_value) {
+        match look.path(path).and_then(json::str_value) {
             Some(sub) => Cow::Owned(format!("{top}:{sub}")),
             None => top,
         }
