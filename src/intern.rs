@@ -252,33 +252,35 @@ impl Store {
 
     /// Copies the values still kept into a new file. Done only when at least half the file
     /// is dead, so the bytes copied are at most the bytes freed since the last time.
+    /// Values that lie together are read together, and the new file is written a buffer at
+    /// a time: copied value by value, the compactions of the 1 GiB Codex pack made 400,000
+    /// reads and as many writes, a fifth of its packing thread.
     fn compact(&mut self) -> io::Result<()> {
         self.write_pending()?;
         let Some(old) = self.file.take() else {
             return Ok(());
         };
-        let new = tempfile::tempfile().map_err(scratch)?;
         let mut live: Vec<(u64, u64, usize)> = self
             .at
             .iter()
             .map(|(&id, &(at, len))| (at, id, len))
             .collect();
         live.sort_unstable();
-        let mut buf = vec![0u8; 1 << 20];
+        let mut copy = Compaction::new(old, tempfile::tempfile().map_err(scratch)?, 1 << 20);
+        // The values not yet read that lie together in the old file: where, how long.
+        let mut run = (0, 0);
         let mut pos = 0;
         for (at, id, len) in live {
-            let mut done = 0;
-            while done < len {
-                let n = (len - done).min(buf.len());
-                old.read_exact_at(&mut buf[..n], at + done as u64)?;
-                new.write_all_at(&buf[..n], pos + done as u64)
-                    .map_err(scratch)?;
-                done += n;
+            if run.0 + run.1 as u64 != at {
+                copy.run(run.0, run.1)?;
+                run = (at, 0);
             }
+            run.1 += len;
             self.at.insert(id, (pos, len));
             pos += len as u64;
         }
-        self.file = Some(new);
+        copy.run(run.0, run.1)?;
+        self.file = Some(copy.finish()?);
         self.len = pos;
         self.pending_at = pos;
         self.dead = 0;
@@ -410,6 +412,56 @@ impl Store {
         self.pending_ids.clear();
         self.pending_at = 0;
         Ok(())
+    }
+}
+
+/// A compaction's copy from the old scratch file to the new one, through one buffer.
+struct Compaction {
+    old: File,
+    new: File,
+    /// At most `cap` bytes.
+    buf: Vec<u8>,
+    cap: usize,
+    /// Where the buffer's bytes go in the new file.
+    at: u64,
+}
+
+impl Compaction {
+    fn new(old: File, new: File, cap: usize) -> Compaction {
+        Compaction {
+            old,
+            new,
+            buf: Vec::with_capacity(cap),
+            cap: cap.max(1),
+            at: 0,
+        }
+    }
+
+    /// Appends `len` bytes of the old file from `from` to what the new one gets.
+    fn run(&mut self, mut from: u64, mut len: usize) -> io::Result<()> {
+        while len > 0 {
+            if self.buf.len() == self.cap {
+                self.flush()?;
+            }
+            let n = len.min(self.cap - self.buf.len());
+            let start = self.buf.len();
+            self.buf.resize(start + n, 0);
+            self.old.read_exact_at(&mut self.buf[start..], from)?;
+            (from, len) = (from + n as u64, len - n);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.new.write_all_at(&self.buf, self.at).map_err(scratch)?;
+        self.at += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<File> {
+        self.flush()?;
+        Ok(self.new)
     }
 }
 
@@ -1713,6 +1765,31 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// A compaction's copy gives the new file the runs asked for, in order, whatever
+        /// the buffer's room (runs longer than it, and runs that fill it exactly).
+        #[test]
+        fn a_compaction_copies_its_runs_through_any_buffer(
+            runs in prop::collection::vec((0u64..3000, 0usize..700), 0..12),
+            cap in prop_oneof![Just(1usize), 2usize..64, Just(256), Just(1 << 20)],
+        ) {
+            let old_bytes: Vec<u8> = (0..4000u32).map(|i| (i * 7 % 251) as u8).collect();
+            let old = tempfile::tempfile().unwrap();
+            old.write_all_at(&old_bytes, 0).unwrap();
+            let mut copy = Compaction::new(old, tempfile::tempfile().unwrap(), cap);
+            let mut want = Vec::new();
+            for &(from, len) in &runs {
+                copy.run(from, len).unwrap();
+                want.extend_from_slice(&old_bytes[from as usize..from as usize + len]);
+            }
+            let new = copy.finish().unwrap();
+            let mut got = vec![0u8; want.len()];
+            new.read_exact_at(&mut got, 0).unwrap();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(new.metadata().unwrap().len(), runs.iter().map(|r| r.1 as u64).sum::<u64>());
+        }
+    }
+
     /// Each table is seeded apart: a key's bucket cannot be known from the file.
     #[test]
     fn tables_are_seeded_apart() {
@@ -2027,12 +2104,16 @@ mod tests {
 
     #[test]
     fn a_store_compacts_what_it_keeps_and_reads_it_back() {
-        for pending_max in [0, 100, 1000, PENDING_BYTES] {
-            compacts_what_it_keeps(Store {
-                compact_min: 1000,
-                pending_max,
-                ..Store::default()
-            });
+        // Without a cache, what is read back comes from the file a compaction wrote.
+        for cache_max in [0, CACHE_BYTES] {
+            for pending_max in [0, 100, 1000, PENDING_BYTES] {
+                compacts_what_it_keeps(Store {
+                    compact_min: 1000,
+                    pending_max,
+                    cache_max,
+                    ..Store::default()
+                });
+            }
         }
     }
 
