@@ -9,6 +9,7 @@ pub mod memory;
 pub mod read;
 pub mod signals;
 pub mod sink;
+pub mod temp;
 
 pub use lines::{Ending, Line, LineReader};
 pub use sink::Sink;

@@ -1,9 +1,9 @@
 //! Where output goes: stdout, or the file `-o` names.
 //!
 //! - A regular file (or a path that does not exist yet) is written to a temporary file
-//!   beside it and renamed over it only when the command succeeds ([`Sink::finish`]), so an
-//!   error or a signal never leaves a half-written output: dropping an unfinished sink, or
-//!   a SIGINT/SIGTERM/SIGHUP, removes the temporary file.
+//!   beside it that takes its name only when the command succeeds ([`Sink::finish`]), so
+//!   an error or a signal never leaves a half-written output (see [`super::temp`]: on
+//!   Linux not even a SIGKILL does).
 //! - A symbolic link is followed: its target is replaced, atomically, and the link stays.
 //! - A device, FIFO or socket (`-o /dev/null`, a named pipe with a reader) is written
 //!   through: no temporary file, no rename.
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, IoContext, Place, Result};
 
 use super::behind::Behind;
-use super::signals::{self, TempGuard};
+use super::temp::{self, Temp};
 
 /// One block of [`Behind`]: written here or there, output is written at the same points.
 const BUFFER: usize = super::behind::BLOCK;
@@ -77,8 +77,7 @@ enum Target {
     Stdout(Buffered<io::Stdout>),
     Atomic {
         writer: Buffered<File>,
-        temp: tempfile::TempPath,
-        _guard: TempGuard,
+        temp: Temp,
         /// The file the temporary file replaces (a symlink's target).
         path: PathBuf,
     },
@@ -112,16 +111,14 @@ impl Sink {
             Resolved::Done(sink) => return Ok(sink),
             Resolved::File { name, real, meta } => (name, real, meta),
         };
-        let (file, temp) = temp_beside(&real, meta.as_ref(), ".sess-").at(
+        let (file, temp) = temp::beside(&real, meta.as_ref(), ".sess-").at(
             Place::file(&name),
             "cannot create a temporary file beside it",
         )?;
-        let guard = signals::guard_temp(temp.to_path_buf());
         Ok(Sink {
             target: Target::Atomic {
                 writer: Buffered::new(file),
                 temp,
-                _guard: guard,
                 path: real,
             },
             name,
@@ -166,15 +163,9 @@ impl Sink {
         self.target = match self.target {
             Target::Stdout(w) => Target::Stdout(w.behind().at(Place::stdout(), "cannot write")?),
             Target::Direct(w) => Target::Direct(w.behind().at(place, "cannot write")?),
-            Target::Atomic {
-                writer,
-                temp,
-                _guard,
-                path,
-            } => Target::Atomic {
+            Target::Atomic { writer, temp, path } => Target::Atomic {
                 writer: writer.behind().at(place, "cannot write")?,
                 temp,
-                _guard,
                 path,
             },
             in_place @ Target::InPlace(_) => in_place,
@@ -234,17 +225,11 @@ impl Sink {
                 .and_then(|mut out| out.flush())
                 .at(Place::stdout(), "cannot write to stdout"),
             Target::Direct(w) => w.into_inner().map(drop).at(place(), "cannot write"),
-            Target::Atomic {
-                writer,
-                temp,
-                _guard,
-                path,
-            } => {
+            Target::Atomic { writer, temp, path } => {
                 let file = writer.into_inner().at(place(), "cannot write")?;
                 file.sync_all().at(place(), "cannot sync")?;
-                temp.persist(&path)
-                    .map_err(|e| e.error)
-                    .at(place(), "cannot rename the temporary file into place")?;
+                temp.persist(file, &path)
+                    .at(place(), "cannot put the temporary file in place")?;
                 sync_dir(&path);
                 Ok(())
             }
@@ -466,31 +451,6 @@ fn resolve_links(path: &Path) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::other("too many levels of symbolic links"))
-}
-
-/// A temporary file in the target's directory, named `PREFIX` + random + `.tmp`, with the
-/// target's permissions (or, for a new file, 0666 less the umask, as any new file gets).
-pub fn temp_beside(
-    target: &Path,
-    meta: Option<&fs::Metadata>,
-    prefix: &str,
-) -> io::Result<(File, tempfile::TempPath)> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut b = tempfile::Builder::new();
-    b.prefix(prefix).suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        b.permissions(fs::Permissions::from_mode(0o666));
-    }
-    let temp = b.tempfile_in(dir)?;
-    if let Some(m) = meta {
-        temp.as_file().set_permissions(m.permissions())?;
-    }
-    Ok(temp.into_parts())
 }
 
 /// Makes a rename durable. Best effort: not every file system lets a directory be synced.

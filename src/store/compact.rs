@@ -5,7 +5,8 @@
 //!
 //! 1. skip it when it is recent, open for writing in another process, or already there
 //!    in packed form (then only finish what an interrupted run left);
-//! 2. pack it to a temporary file beside it (`.sess-compact-*.tmp`), sync that;
+//! 2. pack it to a temporary file beside it (one without a name on Linux, see
+//!    [`crate::io::temp`]; `.sess-compact-*.tmp` elsewhere), sync that;
 //! 3. verify: unpack the temporary file and compare every byte with the log;
 //! 4. check that the log did not change meanwhile and nobody opened it for writing;
 //! 5. link the temporary file to its name (never over a file there), sync the folder;
@@ -35,7 +36,8 @@ use crate::frames::reader::Recovery;
 use crate::frames::writer::{DEFAULT_FRAME_SIZE, FrameOptions, FrameWriter};
 use crate::input::{Flow, Input, OpenOptions};
 use crate::intern;
-use crate::io::sink::{sync_dir, temp_beside};
+use crate::io::sink::sync_dir;
+use crate::io::temp;
 use crate::pack::{self, Interning, Out, Packer};
 use crate::stats::ByteCount;
 use crate::syntax::LineCheck;
@@ -288,13 +290,12 @@ impl Run<'_> {
         into: &Path,
         step: &mut Step,
     ) -> Result<(), Failure> {
-        let (file, temp) = temp_beside(into, Some(meta), &temp_prefix())?;
-        let _guard = crate::io::signals::guard_temp(temp.to_path_buf());
+        let (file, temp) = temp::beside(into, Some(meta), &temp_prefix())?;
         let file = pack_to(&log.path, file, self.opts)?;
         file.sync_all()?;
         let packed = file.metadata()?.len();
         step.packed_bytes = Some(packed);
-        let Some(crc) = same_bytes(&temp, self.opts.form, &log.path)? else {
+        let Some(crc) = same_bytes(&temp.path(), self.opts.form, &log.path)? else {
             if let Some((why, message)) = self.unchanged(log, meta)? {
                 return skip(step, why, &message);
             }
@@ -309,11 +310,10 @@ impl Run<'_> {
         }
         file.set_times(FileTimes::new().set_modified(meta.modified()?))?;
         same_owner(&file, meta);
-        drop(file);
         if let Some(why) = self.unchanged(log, meta)? {
             return skip(step, why.0, &why.1);
         }
-        temp.persist_noclobber(into).map_err(|e| e.error)?;
+        temp.persist_noclobber(file, into)?;
         sync_dir(into);
         if let Err(e) = self.record(log, meta, into, crc, packed) {
             // Not journalled, so not compacted: the packed form goes again.
@@ -591,8 +591,7 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
         (false, false) => return Err("neither the log nor its packed form is there".into()),
         (false, true) => {
             let meta = fs::metadata(packed)?;
-            let (file, temp) = temp_beside(log, Some(&meta), &temp_prefix())?;
-            let _guard = crate::io::signals::guard_temp(temp.to_path_buf());
+            let (file, temp) = temp::beside(log, Some(&meta), &temp_prefix())?;
             let mut out = Hashing::new(io::BufWriter::new(file));
             expand(packed, form, &mut out)?;
             let (w, bytes, crc) = out.finish();
@@ -610,8 +609,7 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
             file.set_times(FileTimes::new().set_modified(from_nanos(r.mtime_ns)))?;
             same_owner(&file, &meta);
             file.sync_all()?;
-            drop(file);
-            temp.persist_noclobber(log).map_err(|e| e.error)?;
+            temp.persist_noclobber(file, log)?;
             sync_dir(log);
         }
     }
