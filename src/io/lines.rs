@@ -170,7 +170,7 @@ impl<R: Read> LineReader<R> {
                 self.scanned -= self.start;
                 self.start = 0;
             } else {
-                let grown = self.buf.len() * 2;
+                let grown = super::grown(self.buf.len());
                 self.buf.resize(grown, 0);
             }
         }
