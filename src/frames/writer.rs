@@ -251,6 +251,8 @@ pub struct FrameWriter<W: Write> {
     /// For each frame, the first frame its lines need ([`FrameWriter::needs`]); `None`
     /// when no writer above said (the index then does not know).
     earliest: Vec<Option<u64>>,
+    /// A frame of one long line, compressed as its bytes come ([`Long`]).
+    long: Option<Box<Long>>,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -271,6 +273,7 @@ impl<W: Write> FrameWriter<W> {
             ledger: Ledger::default(),
             same: None,
             earliest: Vec::new(),
+            long: None,
         })
     }
 
@@ -290,6 +293,10 @@ impl<W: Write> FrameWriter<W> {
     /// Bytes written but not yet in a frame.
     pub fn pending(&self) -> usize {
         self.pending.len()
+            + self
+                .long
+                .as_ref()
+                .map_or(0, |l| l.meta.uncompressed as usize)
     }
 
     /// Writes every complete pending line as one frame, and every frame cut before it.
@@ -328,6 +335,7 @@ impl<W: Write> FrameWriter<W> {
         len: u64,
         meta: FrameMeta,
     ) -> io::Result<()> {
+        self.end_long()?;
         if !self.pending.is_empty() {
             let n = self.pending.len();
             self.emit(n)?;
@@ -363,6 +371,7 @@ impl<W: Write> FrameWriter<W> {
 
     /// Writes what is pending (a last line without newline included) and the index.
     pub fn finish(mut self) -> io::Result<(W, Index)> {
+        self.end_long()?;
         // DSH's layout has no index; an empty log is then one empty frame, so that the file
         // is still a zstd stream (stock zstd refuses an empty file).
         let empty_dsh = self.opts.layout == Layout::Dsh && self.cut == 0;
@@ -389,6 +398,12 @@ impl<W: Write> FrameWriter<W> {
     /// Compresses the first `n` pending bytes into one frame: here, or on the compression
     /// thread (then it is written once compressed, in order).
     fn emit(&mut self, n: usize) -> io::Result<()> {
+        if n >= self.long_line() {
+            // Such a frame is one line (see `Cutter::next`): compressed as a long line
+            // written in pieces is, to the same bytes.
+            self.begin_long_with(n)?;
+            return self.end_long();
+        }
         self.cutter.reset();
         self.cut += 1;
         if self
@@ -471,6 +486,55 @@ impl<W: Write> FrameWriter<W> {
         written
     }
 
+    /// The length from which a frame (of one line, being longer than a frame) is
+    /// compressed as it comes.
+    fn long_line(&self) -> usize {
+        self.opts.frame_size.max(LONG_LINE)
+    }
+
+    /// Starts the frame of the long line that begins `pending`, with its first `n` bytes,
+    /// after the frames before it (they come first in the file).
+    fn begin_long_with(&mut self, n: usize) -> io::Result<()> {
+        self.drain()?;
+        // Read from the same bytes however the line came: its seq, when it is among them.
+        let head = &self.pending[..n.min(self.long_line())];
+        let first_seq = (self.opts.first_seq)(head.strip_suffix(b"\n").unwrap_or(head));
+        let mut long = Box::new(Long::new(self.opts.level, first_seq)?);
+        long.feed(&self.pending[..n], &mut self.out)?;
+        self.pending.drain(..n);
+        if self.pending.is_empty() {
+            self.pending.shrink_to(self.opts.frame_size);
+        }
+        self.cutter.reset();
+        self.long = Some(long);
+        Ok(())
+    }
+
+    /// Goes on with the long line; returns what follows its end in `buf`, once the frame
+    /// is written.
+    fn go_on_long<'b>(&mut self, buf: &'b [u8]) -> io::Result<&'b [u8]> {
+        let long = self.long.as_mut().expect("a long line");
+        let Some(k) = memchr::memchr(b'\n', buf) else {
+            long.feed(buf, &mut self.out)?;
+            return Ok(&[]);
+        };
+        long.feed(&buf[..=k], &mut self.out)?;
+        self.end_long()?;
+        Ok(&buf[k + 1..])
+    }
+
+    /// Ends the long line's frame, if one is going on (the input may end without a
+    /// newline) and records it.
+    fn end_long(&mut self) -> io::Result<()> {
+        let Some(mut long) = self.long.take() else {
+            return Ok(());
+        };
+        let (compressed, crc32) = long.end(&mut self.out)?;
+        self.out.flush()?;
+        self.cut += 1;
+        self.ledger.push(compressed, crc32, long.meta)
+    }
+
     /// Writes a compressed frame and records it in the index.
     fn write_compressed(&mut self, z: &[u8], meta: FrameMeta) -> io::Result<()> {
         self.out.write_all(z)?;
@@ -532,13 +596,88 @@ impl Ledger {
     }
 }
 
+/// A line at least this long (or the frame size, if larger) is compressed as it comes,
+/// in a frame of its own, rather than held whole and then compressed: held, a 300 MB line
+/// took its room three times over (read, held, compressed), 935 MB in all.
+const LONG_LINE: usize = if cfg!(test) { 64 << 10 } else { 32 << 20 };
+
+/// The frame of one long line, being compressed: the same frame as [`FrameWriter::emit`]
+/// writes, but for the content size, which its header leaves out (it is not known when
+/// the frame begins; readers do not need it).
+struct Long {
+    encoder: zstd::stream::raw::Encoder<'static>,
+    out: Vec<u8>,
+    crc: crc32fast::Hasher,
+    compressed: u64,
+    /// Lines: 1, the line may end without a newline.
+    meta: FrameMeta,
+}
+
+impl Long {
+    fn new(level: i32, first_seq: Option<i64>) -> io::Result<Long> {
+        let mut encoder = zstd::stream::raw::Encoder::new(level)?;
+        encoder.set_parameter(CParameter::ChecksumFlag(true))?;
+        Ok(Long {
+            encoder,
+            out: Vec::with_capacity(zstd::zstd_safe::CCtx::out_size()),
+            crc: crc32fast::Hasher::new(),
+            compressed: 0,
+            meta: FrameMeta {
+                uncompressed: 0,
+                lines: 1,
+                first_seq,
+            },
+        })
+    }
+
+    /// Compresses `data` and writes what zstd gives back.
+    fn feed<W: Write>(&mut self, data: &[u8], to: &mut W) -> io::Result<()> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let mut input = InBuffer::around(data);
+        while input.pos() < data.len() {
+            self.out.clear();
+            self.encoder
+                .run(&mut input, &mut OutBuffer::around(&mut self.out))?;
+            self.put(to)?;
+        }
+        self.meta.uncompressed += data.len() as u64;
+        Ok(())
+    }
+
+    /// Ends the frame; returns its compressed length and crc32, for the index.
+    fn end<W: Write>(&mut self, to: &mut W) -> io::Result<(u64, u32)> {
+        use zstd::stream::raw::{Operation, OutBuffer};
+        loop {
+            self.out.clear();
+            let left = self
+                .encoder
+                .finish(&mut OutBuffer::around(&mut self.out), true)?;
+            self.put(to)?;
+            if left == 0 {
+                let crc = std::mem::take(&mut self.crc);
+                return Ok((self.compressed, crc.finalize()));
+            }
+        }
+    }
+
+    fn put<W: Write>(&mut self, to: &mut W) -> io::Result<()> {
+        self.crc.update(&self.out);
+        self.compressed += self.out.len() as u64;
+        to.write_all(&self.out)
+    }
+}
+
 fn to_u32(n: u64) -> io::Result<u32> {
     u32::try_from(n).map_err(|_| io::Error::other("a frame larger than 4 GiB"))
 }
 
 impl<W: Write> Write for FrameWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.pending.extend_from_slice(buf);
+        let rest = match self.long.is_some() {
+            true => self.go_on_long(buf)?,
+            false => buf,
+        };
+        self.pending.extend_from_slice(rest);
         // DSH's layout keeps the header line alone in the first frame.
         if self.opts.layout == Layout::Dsh
             && self.cut == 0
@@ -548,6 +687,11 @@ impl<W: Write> Write for FrameWriter<W> {
         }
         while let Some(n) = self.cutter.next(&self.pending) {
             self.emit(n)?;
+        }
+        // No frame could be cut from so many bytes: they are all one line, and it is the
+        // frame (see `Cutter::next`). It goes to zstd as it comes instead of being held.
+        if self.pending.len() >= self.long_line() {
+            self.begin_long_with(self.pending.len())?;
         }
         Ok(buf.len())
     }
@@ -689,6 +833,90 @@ mod tests {
             assert!(plain.len() <= 2048 || plain.iter().filter(|&&b| b == b'\n').count() == 1);
             at += e.compressed as usize;
         }
+    }
+
+    #[test]
+    fn a_long_line_is_compressed_as_it_comes_to_the_same_frames_however_it_comes() {
+        // Lines past LONG_LINE (64 KiB in tests) among short ones; the last one long and
+        // without a newline. Letters zstd cannot do much with, as in an image.
+        let mut x = 88172645463325252u64;
+        let mut noise = |n: usize| -> String {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    char::from(b'a' + (x % 26) as u8)
+                })
+                .collect()
+        };
+        let mut data = Vec::new();
+        for i in 0..12 {
+            let n = [10, 70_000, 300, 200_000, 65_536, 5][i % 6];
+            writeln!(data, "{{\"seq\":{i},\"x\":\"{}\"}}", noise(n)).unwrap();
+        }
+        write!(data, "{{\"seq\":12,\"x\":\"{}\"}}", noise(150_000)).unwrap();
+        let lines = data.iter().filter(|&&b| b == b'\n').count() + 1;
+        for layout in [Layout::Sess, Layout::Dsh] {
+            let opts = FrameOptions {
+                layout,
+                first_seq: |l| crate::json::field(l, "seq").and_then(crate::json::safe_integer),
+                ..FrameOptions::new(3, 4096)
+            };
+            let (whole, index) = write_all(&data, opts, data.len());
+            assert_eq!(zstd::decode_all(&whole[..]).unwrap(), data);
+            for threaded in [false, true] {
+                for chunk in [1000, 7919, 1 << 16] {
+                    let o = FrameOptions {
+                        compress_thread: threaded,
+                        ..opts
+                    };
+                    let (pieces, _) = write_all(&data, o, chunk);
+                    assert!(pieces == whole, "{layout:?}, threaded {threaded}, {chunk}");
+                }
+            }
+            // The frames are where the cutter puts them, each whole and checked.
+            let mut count = FrameCount::new(4096);
+            count.add(&data);
+            // (The first line is alone in its frame anyway, as DSH's layout wants it.)
+            assert_eq!(count.frames as usize + 1, index.entries.len());
+            let (mut at, mut seen) = (0, 0);
+            for e in &index.entries {
+                let frame = &whole[at..at + e.compressed as usize];
+                assert_eq!(crc32fast::hash(frame), e.crc32);
+                let plain = zstd::decode_all(frame).unwrap();
+                assert_eq!(plain.len(), e.uncompressed as usize);
+                if plain.len() >= LONG_LINE {
+                    assert_eq!(e.lines, 1);
+                }
+                let first = plain.split(|&b| b == b'\n').next().unwrap();
+                assert_eq!((opts.first_seq)(first), e.first_seq);
+                seen += e.lines;
+                at += e.compressed as usize;
+            }
+            assert_eq!(seen as usize, lines);
+        }
+    }
+
+    #[test]
+    fn a_long_line_written_in_pieces_is_not_held() {
+        let mut w = FrameWriter::new(Vec::new(), FrameOptions::new(3, 4096)).unwrap();
+        w.write_all(b"{\"x\":\"").unwrap();
+        for _ in 0..100 {
+            w.write_all(&[b'y'; 10_000]).unwrap();
+            assert!(
+                w.pending.len() < LONG_LINE,
+                "{} bytes held",
+                w.pending.len()
+            );
+        }
+        assert_eq!(w.pending(), 1_000_006);
+        assert_eq!(w.frames_written(), 0);
+        w.write_all(b"\"}\n{}\n").unwrap();
+        assert_eq!((w.frames_written(), w.pending()), (1, 3));
+        let (file, index) = w.finish().unwrap();
+        assert_eq!(index.entries.len(), 2);
+        assert_eq!(zstd::decode_all(&file[..]).unwrap().len(), 1_000_012);
     }
 
     #[test]
