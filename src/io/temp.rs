@@ -3,9 +3,12 @@
 //! On Linux the file is made with `O_TMPFILE`: it has no name while it is written, so no
 //! way of dying (SIGKILL, the out-of-memory killer, a power cut) leaves a half-written file
 //! behind; the kernel frees it with the last descriptor. It is linked in under its name at
-//! the end. Where `O_TMPFILE` is not there (another system, a file system without it, no
-//! `/proc` to link it through), the file is named `PREFIX` + random + `.tmp` and is removed
-//! when dropped or on SIGINT, SIGTERM or SIGHUP, but a SIGKILL leaves it.
+//! the end: straight to the target's name when nothing has it, else to a passing name that
+//! is then renamed over the target (a SIGKILL in that moment leaves the passing name).
+//!
+//! Where `O_TMPFILE` is not there (another system, a file system without it, no `/proc` to
+//! link it through), the file is named `PREFIX` + random + `.tmp` and is removed when
+//! dropped or on SIGINT, SIGTERM or SIGHUP, but a SIGKILL leaves it.
 
 use std::fs::{self, File};
 use std::io;
@@ -18,6 +21,7 @@ use super::signals::{self, TempGuard};
 pub struct Temp {
     kind: Kind,
     /// For the name a replacing link goes through (see [`Temp::persist`]).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     prefix: String,
 }
 
@@ -48,14 +52,11 @@ fn made(
     prefix: &str,
     try_unnamed: bool,
 ) -> io::Result<(File, Temp)> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(target);
     #[cfg(not(target_os = "linux"))]
     let _ = try_unnamed;
     #[cfg(target_os = "linux")]
-    if let Some(file) = unnamed(dir).filter(|_| try_unnamed) {
+    if let Some(file) = try_unnamed.then(|| unnamed(dir, prefix)).flatten() {
         if let Some(m) = meta {
             file.set_permissions(m.permissions())?;
         }
@@ -100,17 +101,19 @@ impl Temp {
         match self.kind {
             #[cfg(target_os = "linux")]
             Kind::Unnamed { fd } => {
+                same_file(&file, fd)?;
                 match link(fd, to) {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     done => return done,
                 }
                 // Linking cannot replace, and renaming can: the file gets a name of its
-                // own first, watched as a named file is, for the moment until the rename.
-                let dir = to.parent().filter(|d| !d.as_os_str().is_empty());
-                let (_, step) = named(dir.unwrap_or(Path::new(".")), &self.prefix)?;
+                // own first, for the moment until the rename (a SIGKILL then leaves it).
+                let step = tempfile::Builder::new()
+                    .prefix(&self.prefix)
+                    .suffix(".tmp")
+                    .make_in(dir_of(to), |name| link(fd, name))?;
+                let (_, step) = step.into_parts();
                 let _guard = signals::guard_temp(step.to_path_buf());
-                fs::remove_file(&step)?;
-                link(fd, &step)?;
                 step.persist(to).map_err(|e| e.error)?;
                 drop(file);
                 Ok(())
@@ -128,6 +131,7 @@ impl Temp {
         match self.kind {
             #[cfg(target_os = "linux")]
             Kind::Unnamed { fd } => {
+                same_file(&file, fd)?;
                 let linked = link(fd, to);
                 drop(file);
                 linked
@@ -137,6 +141,24 @@ impl Temp {
                 path.persist_noclobber(to).map_err(|e| e.error)
             }
         }
+    }
+}
+
+/// The folder a file at `path` is in.
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// `file` must be the file [`beside`] made, still open: its descriptor's number is what
+/// gets linked, and another file may have that number once it is closed.
+#[cfg(target_os = "linux")]
+fn same_file(file: &File, fd: i32) -> io::Result<()> {
+    match std::os::fd::AsRawFd::as_raw_fd(file) == fd {
+        true => Ok(()),
+        false => Err(io::Error::other("not the temporary file that was made")),
     }
 }
 
@@ -152,21 +174,31 @@ fn named(dir: &Path, prefix: &str) -> io::Result<(File, tempfile::TempPath)> {
     Ok(b.tempfile_in(dir)?.into_parts())
 }
 
-/// An `O_TMPFILE` file in `dir`, if the file system makes one and `/proc` can link it in
-/// later. Any failure means the named way is used, and reports its own errors.
+/// An `O_TMPFILE` file in `dir`, if the file system makes one and such a file can be
+/// linked in through `/proc`: that is tried at once, on another such file under a passing
+/// name (a file linked once and unlinked again cannot be linked anew), as finding out only
+/// at the end would lose the output. Any failure means the named way is used, which
+/// reports its own errors.
 #[cfg(target_os = "linux")]
-fn unnamed(dir: &Path) -> Option<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o666)
-        .custom_flags(libc::O_TMPFILE)
-        .open(dir)
+fn unnamed(dir: &Path, prefix: &str) -> Option<File> {
+    let open = || {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .mode(0o666)
+            .custom_flags(libc::O_TMPFILE)
+            .open(dir)
+            .ok()
+    };
+    let probe = open()?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&probe);
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .suffix(".tmp")
+        .make_in(dir, |name| link(fd, name))
         .ok()?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-    fs::metadata(proc_path(fd)).ok()?;
-    Some(file)
+    open()
 }
 
 #[cfg(target_os = "linux")]
@@ -230,8 +262,9 @@ mod tests {
             let (mut file, temp) = beside(&to, None, way);
             file.write_all(b"abc").unwrap();
             let unnamed = names(dir.path()).is_empty();
+            // (Where TMPDIR's file system has no O_TMPFILE, the named way is taken.)
             #[cfg(target_os = "linux")]
-            assert_eq!(unnamed, way);
+            assert_eq!(unnamed, way && super::unnamed(dir.path(), ".x").is_some());
             assert!(unnamed || names(dir.path())[0].starts_with(".sess-"));
             let mut back = String::new();
             File::open(temp.path())
