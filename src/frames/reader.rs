@@ -258,8 +258,7 @@ impl<R: Read> FrameReader<R> {
             self.base += keep as u64;
         }
         if self.end == self.buf.len() {
-            let grown = crate::io::grown(self.buf.len());
-            self.buf.resize(grown, 0);
+            crate::io::grow(&mut self.buf);
         }
         match crate::io::read::read_some(&mut self.src, &mut self.buf[self.end..])? {
             0 => self.eof = true,

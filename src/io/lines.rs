@@ -170,8 +170,7 @@ impl<R: Read> LineReader<R> {
                 self.scanned -= self.start;
                 self.start = 0;
             } else {
-                let grown = super::grown(self.buf.len());
-                self.buf.resize(grown, 0);
+                super::grow(&mut self.buf);
             }
         }
         match super::read::read_some(&mut self.inner, &mut self.buf[self.end..])? {

@@ -33,15 +33,19 @@ pub fn write_line<W: std::io::Write + ?Sized>(
     }
 }
 
-/// The room for bytes (a line, a frame) that do not fit in a buffer of `len` bytes. The
-/// new room is zeroed, so it is memory in use at once: doubling, a 300 MB line held 512
-/// MiB. Past 32 MiB it grows by an eighth, so a line costs at most about 1.125 times its
-/// length; the copies stay few, and a block that large grows in place (glibc remaps it).
-pub fn grown(len: usize) -> usize {
-    match len < 32 << 20 {
+/// Grows `buf`, a buffer of zeroed room for bytes (a line, a frame) that do not fit in
+/// it. Its new room is zeroed, so it is memory in use at once: doubling, a 300 MB line
+/// held 512 MiB. Past 32 MiB it grows by an eighth, to exactly that (`resize` alone would
+/// reserve double), so a line costs at most about 1.125 times its length; the copies stay
+/// few, as glibc remaps a block that large rather than copy it.
+pub fn grow(buf: &mut Vec<u8>) {
+    let len = buf.len();
+    let grown = match len < 32 << 20 {
         true => len * 2,
         false => len + len / 8,
-    }
+    };
+    buf.reserve_exact(grown - len);
+    buf.resize(grown, 0);
 }
 
 /// An error of a temporary file sess keeps while it works (the values interning refers
