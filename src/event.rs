@@ -349,7 +349,9 @@ fn ended<E>(
 /// line, that of the line it holds (a ref never stands for a number as short as a seq).
 pub fn line_seq(line: &[u8]) -> Option<i64> {
     if crate::intern::is_interned(line) {
-        return json::field(line, "line")
+        // Read into the line it holds rather than take it whole: a frame's index may be
+        // given only the first bytes of a long line (frames::writer).
+        return json::from_field(line, "line")
             .filter(|inner| !crate::intern::is_interned(inner))
             .and_then(line_seq);
     }
@@ -468,6 +470,11 @@ mod tests {
         assert_eq!(line_seq(plain), Some(7));
         assert_eq!(line_seq(interned), Some(7));
         assert_eq!(line_seq(row), Some(9));
+        // Only the first bytes of a long interned line: its seq is among them.
+        let cut = br#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":{"seq":8,"x":"abc"#;
+        assert_eq!(line_seq(cut), Some(8));
+        let cut = br#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":{"x":"abc"#;
+        assert_eq!(line_seq(cut), None);
     }
 
     #[test]

@@ -462,6 +462,13 @@ pub fn field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
     Lookup::new(line).field(key)
 }
 
+/// The bytes from where the value of the top-level member `key` begins to the end of the
+/// line, its end not looked for: for reading into a value that may be cut short (the first
+/// bytes of a long line).
+pub fn from_field<'a>(line: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    Lookup::new(line).value_start(0, key).map(|at| &line[at..])
+}
+
 /// The raw value at a dotted path of object keys (`assistantMessageEvent.partial`). The
 /// objects on the way are entered, not skipped: the answer is the same (their members are
 /// read up to the one named), without walking what follows it.

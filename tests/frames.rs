@@ -29,6 +29,7 @@ fn framed(data: &[u8], frame_size: usize) -> (Vec<u8>, Index) {
         layout: Layout::Sess,
         first_seq: sess::event::line_seq,
         compress_thread: false,
+        frames_at_once: false,
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_all(data).unwrap();

@@ -1,5 +1,7 @@
 //! What sess holds in memory at its peak, measured. Each test is alone in its file: a
-//! child process's peak counts the memory of the process that starts it.
+//! child process's peak counts the memory of the process that starts it. Linux only: it
+//! resets this process's peak through /proc, and reads the child's in KiB.
+#![cfg(target_os = "linux")]
 
 mod common;
 
@@ -49,7 +51,12 @@ fn pack_of_a_huge_line_stays_within_twice_its_length() {
             B64[(x >> 58) as usize] as char
         })
         .collect();
-    let line = format!("{{\"type\":\"x\",\"image\":\"{words}\"}}\n");
+    // Lines before it and after it, as in a log: the line's frame follows theirs, and its
+    // read buffer stays in use after it.
+    let short: String = (0..100)
+        .map(|i| format!("{{\"type\":\"y\",\"seq\":{i}}}\n"))
+        .collect();
+    let line = format!("{short}{{\"type\":\"x\",\"image\":\"{words}\"}}\n{short}");
     std::fs::write(&input, &line).unwrap();
     let len = line.len();
     // A child made by fork counts the pages it shares with this process until it execs.

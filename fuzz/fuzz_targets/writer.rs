@@ -18,10 +18,9 @@ fuzz_target!(|data: &[u8]| {
     let layout = if data[2] & 1 == 1 { Layout::Dsh } else { Layout::Sess };
     let content = &data[3..];
     let opts = FrameOptions {
-        level: 1,
-        frame_size,
         layout,
         first_seq: sess::event::line_seq,
+        ..FrameOptions::new(1, frame_size)
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     for (k, c) in content.chunks(chunk).enumerate() {

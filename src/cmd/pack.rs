@@ -149,6 +149,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             // A stream's frames are written as it goes, each at once: one thread. Frames
             // under 64 KiB cost more to hand over than they take to compress.
             compress_thread: args.io.threads > 1 && !streaming && args.frame_size >= 64 * 1024,
+            frames_at_once: streaming,
         };
         Out::frames(FrameWriter::new(sink, opts)?, interning)
     };

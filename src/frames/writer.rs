@@ -5,6 +5,7 @@ use std::io::{self, Read, Write};
 
 use zstd::stream::raw::CParameter;
 
+use super::decode::FIRST_LINE_PREFIX;
 use super::index::{Entry, Index};
 
 /// How frames are laid out.
@@ -30,6 +31,11 @@ pub struct FrameOptions {
     /// Compress frames on a thread of their own while the caller goes on writing (the
     /// output is the same bytes either way).
     pub compress_thread: bool,
+    /// Each frame reaches the output in one write, whole: for a file written in place as
+    /// a stream comes, which a reader may follow and a crash may cut. A long line's frame
+    /// ([`LONG_LINE`]) is then held compressed until the line ends, rather than written
+    /// as it is compressed (the same bytes either way).
+    pub frames_at_once: bool,
 }
 
 impl FrameOptions {
@@ -41,6 +47,7 @@ impl FrameOptions {
             layout: Layout::Sess,
             first_seq: |_| None,
             compress_thread: false,
+            frames_at_once: false,
         }
     }
 }
@@ -398,10 +405,10 @@ impl<W: Write> FrameWriter<W> {
     /// Compresses the first `n` pending bytes into one frame: here, or on the compression
     /// thread (then it is written once compressed, in order).
     fn emit(&mut self, n: usize) -> io::Result<()> {
-        if n >= self.long_line() {
-            // Such a frame is one line (see `Cutter::next`): compressed as a long line
-            // written in pieces is, to the same bytes.
-            self.begin_long_with(n)?;
+        if n > self.long_line() {
+            // A frame longer than the frame size is one line (see `Cutter::next`):
+            // compressed as a long line written in pieces is, to the same bytes.
+            self.begin_long(n, &[])?;
             return self.end_long();
         }
         self.cutter.reset();
@@ -486,20 +493,42 @@ impl<W: Write> FrameWriter<W> {
         written
     }
 
-    /// The length from which a frame (of one line, being longer than a frame) is
+    /// The length past which a frame (of one line, being longer than a frame) is
     /// compressed as it comes.
     fn long_line(&self) -> usize {
-        self.opts.frame_size.max(LONG_LINE)
+        match self.opts.layout {
+            // DeepSeek Harness's readers may want each frame's content size, which such a
+            // frame leaves out.
+            Layout::Dsh => usize::MAX,
+            Layout::Sess => self.opts.frame_size.max(LONG_LINE),
+        }
     }
 
-    /// Starts the frame of the long line that begins `pending`, with its first `n` bytes,
-    /// after the frames before it (they come first in the file).
-    fn begin_long_with(&mut self, n: usize) -> io::Result<()> {
+    /// Where the long line that `buf` goes on (or is all of) begins in `pending`, if it
+    /// makes a frame compressed as it comes: its bytes then go to zstd from `buf`, where
+    /// copied into `pending` first they were held once more. Only a large write is looked
+    /// at, as finding the last line end in `pending` costs a scan of it.
+    fn starts_long(&self, buf: &[u8]) -> Option<usize> {
+        if buf.len() < DIRECT_WRITE {
+            return None;
+        }
+        // Lines before it are under a frame's size, or the frame would have been cut.
+        let begins = memchr::memrchr(b'\n', &self.pending).map_or(0, |k| k + 1);
+        let have = self.pending.len() - begins;
+        let long = match memchr::memchr(b'\n', buf) {
+            Some(k) => have + k + 1 > self.long_line(),
+            None => have + buf.len() >= self.long_line(),
+        };
+        long.then_some(begins)
+    }
+
+    /// Starts the frame of the long line that the first `n` bytes of `pending` begin and
+    /// `more` goes on (or ends), after the frames before it: they come first in the file.
+    fn begin_long(&mut self, n: usize, more: &[u8]) -> io::Result<()> {
         self.drain()?;
-        // Read from the same bytes however the line came: its seq, when it is among them.
-        let head = &self.pending[..n.min(self.long_line())];
-        let first_seq = (self.opts.first_seq)(head.strip_suffix(b"\n").unwrap_or(head));
-        let mut long = Box::new(Long::new(self.opts.level, first_seq)?);
+        let first_seq = self.long_line_seq(&self.pending[..n], more);
+        let at_once = self.opts.frames_at_once;
+        let mut long = Box::new(Long::new(self.opts.level, first_seq, at_once)?);
         long.feed(&self.pending[..n], &mut self.out)?;
         self.pending.drain(..n);
         if self.pending.is_empty() {
@@ -508,6 +537,17 @@ impl<W: Write> FrameWriter<W> {
         self.cutter.reset();
         self.long = Some(long);
         Ok(())
+    }
+
+    /// The index's seq of a long line that `have` and then `more` begin, read from its
+    /// first [`FIRST_LINE_PREFIX`] bytes, as `repair` reads it: the same however the line
+    /// came, and its seq is near its start.
+    fn long_line_seq(&self, have: &[u8], more: &[u8]) -> Option<i64> {
+        let mut head = have[..have.len().min(FIRST_LINE_PREFIX)].to_vec();
+        let room = FIRST_LINE_PREFIX - head.len();
+        head.extend_from_slice(&more[..more.len().min(room)]);
+        let end = memchr::memchr(b'\n', &head).unwrap_or(head.len());
+        (self.opts.first_seq)(&head[..end])
     }
 
     /// Goes on with the long line; returns what follows its end in `buf`, once the frame
@@ -601,12 +641,18 @@ impl Ledger {
 /// took its room three times over (read, held, compressed), 935 MB in all.
 const LONG_LINE: usize = if cfg!(test) { 64 << 10 } else { 32 << 20 };
 
+/// A write at least this large is looked at for the start of a long line
+/// ([`FrameWriter::starts_long`]).
+const DIRECT_WRITE: usize = if cfg!(test) { 8 << 10 } else { 1 << 20 };
+
 /// The frame of one long line, being compressed: the same frame as [`FrameWriter::emit`]
 /// writes, but for the content size, which its header leaves out (it is not known when
 /// the frame begins; readers do not need it).
 struct Long {
     encoder: zstd::stream::raw::Encoder<'static>,
     out: Vec<u8>,
+    /// With [`FrameOptions::frames_at_once`], the frame so far, written when it ends.
+    held: Option<Vec<u8>>,
     crc: crc32fast::Hasher,
     compressed: u64,
     /// Lines: 1, the line may end without a newline.
@@ -614,12 +660,13 @@ struct Long {
 }
 
 impl Long {
-    fn new(level: i32, first_seq: Option<i64>) -> io::Result<Long> {
+    fn new(level: i32, first_seq: Option<i64>, at_once: bool) -> io::Result<Long> {
         let mut encoder = zstd::stream::raw::Encoder::new(level)?;
         encoder.set_parameter(CParameter::ChecksumFlag(true))?;
         Ok(Long {
             encoder,
             out: Vec::with_capacity(zstd::zstd_safe::CCtx::out_size()),
+            held: at_once.then(Vec::new),
             crc: crc32fast::Hasher::new(),
             compressed: 0,
             meta: FrameMeta {
@@ -654,6 +701,9 @@ impl Long {
                 .finish(&mut OutBuffer::around(&mut self.out), true)?;
             self.put(to)?;
             if left == 0 {
+                if let Some(held) = self.held.take() {
+                    to.write_all(&held)?;
+                }
                 let crc = std::mem::take(&mut self.crc);
                 return Ok((self.compressed, crc.finalize()));
             }
@@ -663,7 +713,13 @@ impl Long {
     fn put<W: Write>(&mut self, to: &mut W) -> io::Result<()> {
         self.crc.update(&self.out);
         self.compressed += self.out.len() as u64;
-        to.write_all(&self.out)
+        match &mut self.held {
+            Some(held) => {
+                held.extend_from_slice(&self.out);
+                Ok(())
+            }
+            None => to.write_all(&self.out),
+        }
     }
 }
 
@@ -673,10 +729,20 @@ fn to_u32(n: u64) -> io::Result<u32> {
 
 impl<W: Write> Write for FrameWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let rest = match self.long.is_some() {
-            true => self.go_on_long(buf)?,
-            false => buf,
-        };
+        let mut rest = buf;
+        if self.long.is_some() {
+            rest = self.go_on_long(rest)?;
+        }
+        if self.long.is_none()
+            && let Some(begins) = self.starts_long(rest)
+        {
+            // The lines before it are a frame, as the cutter would cut them.
+            if begins > 0 {
+                self.emit(begins)?;
+            }
+            self.begin_long(self.pending.len(), rest)?;
+            rest = self.go_on_long(rest)?;
+        }
         self.pending.extend_from_slice(rest);
         // DSH's layout keeps the header line alone in the first frame.
         if self.opts.layout == Layout::Dsh
@@ -691,7 +757,7 @@ impl<W: Write> Write for FrameWriter<W> {
         // No frame could be cut from so many bytes: they are all one line, and it is the
         // frame (see `Cutter::next`). It goes to zstd as it comes instead of being held.
         if self.pending.len() >= self.long_line() {
-            self.begin_long_with(self.pending.len())?;
+            self.begin_long(self.pending.len(), &[])?;
         }
         Ok(buf.len())
     }
@@ -917,6 +983,99 @@ mod tests {
         let (file, index) = w.finish().unwrap();
         assert_eq!(index.entries.len(), 2);
         assert_eq!(zstd::decode_all(&file[..]).unwrap().len(), 1_000_012);
+    }
+
+    #[test]
+    fn a_frame_of_the_long_line_size_holding_several_lines_is_counted_so() {
+        // Frames as long as LONG_LINE, the last line end at its last byte: the cutter cuts
+        // such a frame of two lines, which is not a long line's frame.
+        let mut data = Vec::new();
+        for i in 0..6 {
+            let a = format!("{{\"seq\":{i}}}\n");
+            data.extend_from_slice(a.as_bytes());
+            let fill = LONG_LINE - a.len() - "{\"x\":\"\"}\n".len();
+            writeln!(data, "{{\"x\":\"{}\"}}", "q".repeat(fill)).unwrap();
+        }
+        let opts = FrameOptions {
+            first_seq: |l| crate::json::field(l, "seq").and_then(crate::json::safe_integer),
+            ..FrameOptions::new(3, LONG_LINE)
+        };
+        for chunk in [data.len(), 1000] {
+            let (file, index) = write_all(&data, opts, chunk);
+            let mut at = 0;
+            for (k, e) in index.entries.iter().enumerate() {
+                let plain = zstd::decode_all(&file[at..at + e.compressed as usize]).unwrap();
+                assert_eq!(plain.len(), LONG_LINE, "frame {k}");
+                let lines = plain.iter().filter(|&&b| b == b'\n').count();
+                assert_eq!((e.lines, e.first_seq), (lines as u32, Some(k as i64)));
+                at += e.compressed as usize;
+            }
+            assert_eq!(index.entries.len(), 6);
+        }
+    }
+
+    #[test]
+    fn a_long_line_written_whole_is_not_copied_to_be_held() {
+        let mut w = FrameWriter::new(Vec::new(), FrameOptions::new(3, 4096)).unwrap();
+        w.write_all(b"{\"seq\":1}\n{\"seq\":2,\"x\":\"ab").unwrap();
+        let mut line = vec![b'y'; 3 * LONG_LINE];
+        line.extend_from_slice(b"\"}\n{}\n");
+        w.write_all(&line).unwrap();
+        assert!(w.pending.capacity() < LONG_LINE, "{}", w.pending.capacity());
+        assert_eq!((w.frames_written(), w.pending()), (2, 3));
+        let (file, index) = w.finish().unwrap();
+        assert_eq!(index.entries.len(), 3);
+        assert_eq!(index.entries[1].lines, 1);
+        let mut want = b"{\"seq\":1}\n{\"seq\":2,\"x\":\"ab".to_vec();
+        want.extend_from_slice(&line);
+        assert_eq!(zstd::decode_all(&file[..]).unwrap(), want);
+    }
+
+    #[test]
+    fn only_a_long_line_frame_in_sess_layout_leaves_out_its_content_size() {
+        let mut data = b"{}\n".to_vec();
+        writeln!(data, "{{\"x\":\"{}\"}}", "z".repeat(2 * LONG_LINE)).unwrap();
+        for layout in [Layout::Sess, Layout::Dsh] {
+            let opts = FrameOptions {
+                layout,
+                ..FrameOptions::new(3, 4096)
+            };
+            let (file, index) = write_all(&data, opts, 5000);
+            let e = index.entries[1];
+            let frame = &file[e.offset as usize..(e.offset + u64::from(e.compressed)) as usize];
+            let size = zstd::zstd_safe::get_frame_content_size(frame).unwrap();
+            let want = (layout == Layout::Dsh).then_some(u64::from(e.uncompressed));
+            assert_eq!(size, want, "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_written_in_place_never_shows_half_a_frame() {
+        let write = |at_once: bool| {
+            let opts = FrameOptions {
+                frames_at_once: at_once,
+                ..FrameOptions::new(3, 4096)
+            };
+            let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+            w.write_all(b"{}\n").unwrap();
+            w.flush_frame().unwrap();
+            let before = w.get_ref().len();
+            w.write_all(b"{\"x\":\"").unwrap();
+            let mut grew = false;
+            for k in 0..100u32 {
+                let noise: Vec<u8> = (0..10_000u32)
+                    .map(|i| b'a' + (i.wrapping_mul(2_654_435_761) ^ k) as u8 % 26)
+                    .collect();
+                w.write_all(&noise).unwrap();
+                w.flush_frame().unwrap();
+                grew |= w.get_ref().len() > before;
+            }
+            assert_eq!(grew, !at_once, "frames at once: {at_once}");
+            w.write_all(b"\"}\n").unwrap();
+            assert!(w.get_ref().len() > before);
+            w.finish().unwrap().0
+        };
+        assert!(write(true) == write(false));
     }
 
     #[test]
