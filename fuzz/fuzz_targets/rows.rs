@@ -70,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
             Some(b) => (b, true),
             None => (line, false),
         };
-        packer.event(body, nl, &mut packed).unwrap();
+        packer.event(body, nl, None, &mut packed).unwrap();
     }
     packer.finish(&mut packed).unwrap();
     assert_eq!(unpack(&packed), data);
