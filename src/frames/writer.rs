@@ -112,31 +112,51 @@ impl Cutter {
 }
 
 /// Counts the frames [`FrameWriter`] would cut from the same bytes, for output that is not
-/// framed (`sess pack --plain`) but must hold the same lines as the frames do.
+/// framed (`sess pack --plain`) but must hold the same lines as the frames do. It keeps
+/// where the pending lines end, not their bytes: a long line is not held for it.
 pub struct FrameCount {
-    cutter: Cutter,
-    pending: Vec<u8>,
+    size: usize,
+    /// Where the pending bytes begin, counted from the first byte added.
+    start: u64,
+    pending: usize,
+    /// Where each line end in the pending bytes is, in the same count, in order.
+    ends: std::collections::VecDeque<u64>,
     pub frames: u64,
 }
 
 impl FrameCount {
     pub fn new(size: usize) -> FrameCount {
         FrameCount {
-            cutter: Cutter::new(size),
-            pending: Vec::new(),
+            size,
+            start: 0,
+            pending: 0,
+            ends: std::collections::VecDeque::new(),
             frames: 0,
         }
     }
 
     pub fn pending(&self) -> usize {
-        self.pending.len()
+        self.pending
     }
 
+    /// Cuts as [`Cutter::next`] does: once `size` bytes are pending, after the last line
+    /// end within them, or else after the first one past them.
     pub fn add(&mut self, buf: &[u8]) {
-        self.pending.extend_from_slice(buf);
-        while let Some(n) = self.cutter.next(&self.pending) {
-            self.pending.drain(..n);
-            self.cutter.reset();
+        let at = self.start + self.pending as u64;
+        self.ends
+            .extend(memchr::memchr_iter(b'\n', buf).map(|k| at + k as u64));
+        self.pending += buf.len();
+        while self.pending >= self.size {
+            let within = self
+                .ends
+                .partition_point(|&e| e < self.start + self.size as u64);
+            let Some(&end) = self.ends.get(within.saturating_sub(1)) else {
+                break;
+            };
+            self.ends.drain(..within.max(1));
+            let n = (end + 1 - self.start) as usize;
+            self.start += n as u64;
+            self.pending -= n;
             self.frames += 1;
         }
     }
@@ -1076,6 +1096,35 @@ mod tests {
             w.finish().unwrap().0
         };
         assert!(write(true) == write(false));
+    }
+
+    proptest::proptest! {
+        /// The count, which keeps line ends only, cuts where the cutter cuts the bytes.
+        #[test]
+        fn frame_count_cuts_where_the_cutter_does(
+            lines in proptest::collection::vec(0usize..300, 0..60),
+            torn in 0usize..50,
+            size in 1usize..700,
+            chunk in 1usize..500,
+        ) {
+            let mut data: Vec<u8> = lines
+                .iter()
+                .flat_map(|&n| std::iter::repeat_n(b'x', n).chain([b'\n']))
+                .collect();
+            data.extend(std::iter::repeat_n(b'y', torn));
+            let mut count = FrameCount::new(size);
+            let (mut pending, mut cutter, mut frames) = (Vec::new(), Cutter::new(size), 0);
+            for c in data.chunks(chunk) {
+                count.add(c);
+                pending.extend_from_slice(c);
+                while let Some(n) = cutter.next(&pending) {
+                    pending.drain(..n);
+                    cutter.reset();
+                    frames += 1;
+                }
+                proptest::prop_assert_eq!((count.frames, count.pending()), (frames, pending.len()));
+            }
+        }
     }
 
     #[test]
