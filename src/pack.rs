@@ -208,6 +208,18 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                 let read = read_files::<E>(inputs, open, same, &here, &mut |step| {
                     let msg = match step {
                         Step::Event(bytes, newline, known) => {
+                            if bytes.len() >= LONG_EVENT {
+                                // The events before it go first, then it goes alone.
+                                if !batch.is_empty() {
+                                    let before = out.hand_over(&mut batch, &returned);
+                                    if before.is_none_or(|b| tx.send(Msg::Events(b)).is_err()) {
+                                        return Ok(false);
+                                    }
+                                }
+                                if !out.wait_all(&returned) {
+                                    return Ok(false);
+                                }
+                            }
                             batch.push_read(bytes, newline, known);
                             if !batch.is_full() {
                                 return Ok(true);
@@ -352,6 +364,12 @@ const BEHIND: usize = 2;
 /// while the other is packed (one at a time was 0.2 to 0.5 s slower on the Codex log).
 const BATCHES_OUT: usize = 4 * Events::BATCH;
 
+/// An event at least this long waits, before it is copied into a batch, until every batch
+/// out is back (and a batch back that held one is not kept): two of them out, or one out
+/// and one kept, held the line four times over where the bound (issue 12) is twice. Under
+/// it, lines go two at a time as above (Codex's longest are about 3 MB).
+pub const LONG_EVENT: usize = 32 << 20;
+
 /// What the reading side of [`pack_files`] has handed over. Bounded by bytes, not by
 /// batches: a batch that holds a line of 4 MB is full at once, and four of them queued
 /// (with each kept to be filled again) were most of what the 1 GiB Codex pack held.
@@ -384,15 +402,32 @@ impl BatchesOut {
                     Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
                 }
             };
-            self.bytes -= back.bytes.len();
-            self.batches -= 1;
-            self.spare.get_or_insert(back);
+            self.take_back(back);
         }
         self.bytes += batch.bytes.len();
         self.batches += 1;
         let mut next = self.spare.take().unwrap_or_default();
         next.clear();
         Some(std::mem::replace(batch, next))
+    }
+
+    /// Waits for every batch out to come back; false when the packing side is gone.
+    fn wait_all(&mut self, returned: &Receiver<Events>) -> bool {
+        while self.batches > 0 {
+            match returned.recv() {
+                Ok(back) => self.take_back(back),
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn take_back(&mut self, back: Events) {
+        self.bytes -= back.bytes.len();
+        self.batches -= 1;
+        if back.bytes.capacity() < LONG_EVENT {
+            self.spare.get_or_insert(back);
+        }
     }
 }
 
@@ -506,12 +541,29 @@ fn raw_survey(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Surveyed>(4);
         // Batches come back to be filled again: a fresh buffer for each costs page faults.
         let (back, returned) = std::sync::mpsc::sync_channel::<Surveyed>(6);
+        // A long line goes alone, and the reading side waits until it has been looked
+        // into ([`LONG_EVENT`]): queued, a few of them held it several times over.
+        let (looked, wait) = std::sync::mpsc::sync_channel::<()>(1);
         let reading = scope.spawn(move || {
             let mut batch = Surveyed::default();
             let mut passed = 0;
             let whole = survey_lines(inputs, packer, &mut |line, look| {
                 if !look || line.len() < min {
                     passed += line.len() as u64 + 1;
+                    return;
+                }
+                if line.len() >= LONG_EVENT {
+                    if !batch.lines.is_empty() {
+                        let _ = tx.send(std::mem::take(&mut batch));
+                    }
+                    let alone = Surveyed {
+                        bytes: line.to_vec(),
+                        lines: vec![(std::mem::take(&mut passed), line.len())],
+                        long: true,
+                    };
+                    if tx.send(alone).is_ok() {
+                        let _ = wait.recv();
+                    }
                     return;
                 }
                 batch.bytes.extend_from_slice(line);
@@ -532,6 +584,10 @@ fn raw_survey(
                 interner.survey(&batch.bytes[at..at + len]);
                 at += len;
             }
+            if batch.long {
+                let _ = looked.send(());
+                continue;
+            }
             batch.bytes.clear();
             batch.lines.clear();
             let _ = back.try_send(batch);
@@ -548,6 +604,8 @@ fn raw_survey(
 struct Surveyed {
     bytes: Vec<u8>,
     lines: Vec<(u64, usize)>,
+    /// One long line alone, whose reader waits to hear it was looked into.
+    long: bool,
 }
 
 /// Reads the lines of plain files into `take` until the end (true), or until a line reads
@@ -881,6 +939,9 @@ pub struct Events {
     ends: Vec<(usize, bool)>,
     /// The events read as chunk deltas, by their place in the batch, and their parts.
     known: Vec<(usize, rows::MemberAt)>,
+    /// Dropped with the batch, once it is packed: a stream's reading side waits on it
+    /// after a long event ([`Events::watched`]).
+    packed: Option<std::sync::mpsc::SyncSender<()>>,
 }
 
 impl Events {
@@ -902,6 +963,14 @@ impl Events {
 
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+
+    /// A receiver that hears (its sender gone) when this batch has been packed and
+    /// dropped.
+    pub fn watched(&mut self) -> std::sync::mpsc::Receiver<()> {
+        let (packed, done) = std::sync::mpsc::sync_channel(0);
+        self.packed = Some(packed);
+        done
     }
 
     /// Empties the batch, keeping its room.

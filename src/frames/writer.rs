@@ -671,8 +671,9 @@ const DIRECT_WRITE: usize = if cfg!(test) { 8 << 10 } else { 1 << 20 };
 struct Long {
     encoder: zstd::stream::raw::Encoder<'static>,
     out: Vec<u8>,
-    /// With [`FrameOptions::frames_at_once`], the frame so far, written when it ends.
-    held: Option<Vec<u8>>,
+    /// With [`FrameOptions::frames_at_once`], the frame so far, written when it ends: in an
+    /// unlinked temporary file, as in memory it was the line's room once more.
+    held: Option<std::fs::File>,
     crc: crc32fast::Hasher,
     compressed: u64,
     /// Lines: 1, the line may end without a newline.
@@ -686,7 +687,14 @@ impl Long {
         Ok(Long {
             encoder,
             out: Vec::with_capacity(zstd::zstd_safe::CCtx::out_size()),
-            held: at_once.then(Vec::new),
+            held: match at_once {
+                true => {
+                    Some(tempfile::tempfile().map_err(|e| {
+                        crate::io::scratch_error(e, "create", "a long line's frame")
+                    })?)
+                }
+                false => None,
+            },
             crc: crc32fast::Hasher::new(),
             compressed: 0,
             meta: FrameMeta {
@@ -721,8 +729,8 @@ impl Long {
                 .finish(&mut OutBuffer::around(&mut self.out), true)?;
             self.put(to)?;
             if left == 0 {
-                if let Some(held) = self.held.take() {
-                    to.write_all(&held)?;
+                if let Some(mut held) = self.held.take() {
+                    copy_held(&mut held, to)?;
                 }
                 let crc = std::mem::take(&mut self.crc);
                 return Ok((self.compressed, crc.finalize()));
@@ -734,11 +742,23 @@ impl Long {
         self.crc.update(&self.out);
         self.compressed += self.out.len() as u64;
         match &mut self.held {
-            Some(held) => {
-                held.extend_from_slice(&self.out);
-                Ok(())
-            }
+            Some(held) => held
+                .write_all(&self.out)
+                .map_err(|e| crate::io::scratch_error(e, "write", "a long line's frame")),
             None => to.write_all(&self.out),
+        }
+    }
+}
+
+/// Writes the frame held in `held` to `to`, from its start, in large writes.
+fn copy_held<W: Write>(held: &mut std::fs::File, to: &mut W) -> io::Result<()> {
+    use std::io::Seek;
+    held.seek(io::SeekFrom::Start(0))?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match crate::io::read::read_some(held, &mut buf)? {
+            0 => return Ok(()),
+            n => to.write_all(&buf[..n])?,
         }
     }
 }
