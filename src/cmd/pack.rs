@@ -70,10 +70,12 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub level: i32,
 
-    /// Cut a frame once this many uncompressed bytes are pending (at a line end; K, M, G
-    /// suffixes, 1024-based).
+    /// Cut a frame once this many uncompressed bytes are pending (at a line end; K, M
+    /// suffixes, 1024-based). At most 64M: a reader holds a frame's lines until its
+    /// checksum has passed, up to that much (only a single line longer than that makes a
+    /// larger frame).
     #[arg(long, value_name = "BYTES", default_value = "4M",
-          value_parser = units::bytes_in(1, 1 << 30))]
+          value_parser = units::bytes_in(1, sess::frames::reader::HOLD_LIMIT as u64))]
     pub frame_size: u64,
 
     /// The frame layout: sess (frames and an index) or dsh (DeepSeek Harness's: the header
