@@ -4,7 +4,9 @@
 //! way of dying (SIGKILL, the out-of-memory killer, a power cut) leaves a half-written file
 //! behind; the kernel frees it with the last descriptor. It is linked in under its name at
 //! the end: straight to the target's name when nothing has it, else to a passing name that
-//! is then renamed over the target (a SIGKILL in that moment leaves the passing name).
+//! is then renamed over the target (a SIGKILL in that moment leaves the passing name). If
+//! the link is refused (a sandbox, a file system that links nothing through `/proc`), the
+//! bytes are copied to a named file that takes the name instead.
 //!
 //! Where `O_TMPFILE` is not there (another system, a file system without it, no `/proc` to
 //! link it through), the file is named `PREFIX` + random + `.tmp` and is removed when
@@ -56,7 +58,7 @@ fn made(
     #[cfg(not(target_os = "linux"))]
     let _ = try_unnamed;
     #[cfg(target_os = "linux")]
-    if let Some(file) = try_unnamed.then(|| unnamed(dir, prefix)).flatten() {
+    if let Some(file) = try_unnamed.then(|| unnamed(dir)).flatten() {
         if let Some(m) = meta {
             file.set_permissions(m.permissions())?;
         }
@@ -104,6 +106,7 @@ impl Temp {
                 same_file(&file, fd)?;
                 match link(fd, to) {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(_) => return copied(&file, &self.prefix, to)?.persist(to),
                     done => return done,
                 }
                 // Linking cannot replace, and renaming can: the file gets a name of its
@@ -113,10 +116,7 @@ impl Temp {
                     .suffix(".tmp")
                     .make_in(dir_of(to), |name| link(fd, name))?;
                 let (_, step) = step.into_parts();
-                let _guard = signals::guard_temp(step.to_path_buf());
-                step.persist(to).map_err(|e| e.error)?;
-                drop(file);
-                Ok(())
+                Guarded::new(step).persist(to)
             }
             Kind::Named { path, _guard } => {
                 drop(file);
@@ -132,9 +132,12 @@ impl Temp {
             #[cfg(target_os = "linux")]
             Kind::Unnamed { fd } => {
                 same_file(&file, fd)?;
-                let linked = link(fd, to);
-                drop(file);
-                linked
+                match link(fd, to) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                        copied(&file, &self.prefix, to)?.persist_noclobber(to)
+                    }
+                    linked => linked,
+                }
             }
             Kind::Named { path, _guard } => {
                 drop(file);
@@ -142,6 +145,49 @@ impl Temp {
             }
         }
     }
+}
+
+/// A named file about to take a target's name, removed on a signal or when dropped.
+struct Guarded {
+    path: tempfile::TempPath,
+    _guard: TempGuard,
+}
+
+impl Guarded {
+    fn new(path: tempfile::TempPath) -> Guarded {
+        let _guard = signals::guard_temp(path.to_path_buf());
+        Guarded { path, _guard }
+    }
+
+    fn persist(self, to: &Path) -> io::Result<()> {
+        self.path.persist(to).map_err(|e| e.error)
+    }
+
+    fn persist_noclobber(self, to: &Path) -> io::Result<()> {
+        self.path.persist_noclobber(to).map_err(|e| e.error)
+    }
+}
+
+/// The unnamed `file` could not be linked in (a sandbox, or a file system that refuses a
+/// link through `/proc`): a named copy beside `to`, with its bytes, permissions, owner
+/// and modification time, to take the name instead.
+#[cfg(target_os = "linux")]
+fn copied(file: &File, prefix: &str, to: &Path) -> io::Result<Guarded> {
+    use std::io::Seek;
+    let meta = file.metadata()?;
+    let (mut copy, path) = named(dir_of(to), prefix)?;
+    let guarded = Guarded::new(path);
+    copy.set_permissions(meta.permissions())?;
+    {
+        use std::os::unix::fs::MetadataExt;
+        let _ = std::os::unix::fs::fchown(&copy, Some(meta.uid()), Some(meta.gid()));
+    }
+    let mut from = file;
+    from.seek(io::SeekFrom::Start(0))?;
+    io::copy(&mut from, &mut copy)?;
+    copy.set_times(fs::FileTimes::new().set_modified(meta.modified()?))?;
+    copy.sync_all()?;
+    Ok(guarded)
 }
 
 /// The folder a file at `path` is in.
@@ -174,31 +220,20 @@ fn named(dir: &Path, prefix: &str) -> io::Result<(File, tempfile::TempPath)> {
     Ok(b.tempfile_in(dir)?.into_parts())
 }
 
-/// An `O_TMPFILE` file in `dir`, if the file system makes one and such a file can be
-/// linked in through `/proc`: that is tried at once, on another such file under a passing
-/// name (a file linked once and unlinked again cannot be linked anew), as finding out only
-/// at the end would lose the output. Any failure means the named way is used, which
-/// reports its own errors.
+/// An `O_TMPFILE` file in `dir`, if the file system makes one and `/proc` shows it. Any
+/// failure means the named way is used, which reports its own errors.
 #[cfg(target_os = "linux")]
-fn unnamed(dir: &Path, prefix: &str) -> Option<File> {
-    let open = || {
-        use std::os::unix::fs::OpenOptionsExt;
-        fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .mode(0o666)
-            .custom_flags(libc::O_TMPFILE)
-            .open(dir)
-            .ok()
-    };
-    let probe = open()?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&probe);
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .suffix(".tmp")
-        .make_in(dir, |name| link(fd, name))
+fn unnamed(dir: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o666)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
         .ok()?;
-    open()
+    fs::metadata(proc_path(std::os::fd::AsRawFd::as_raw_fd(&file))).ok()?;
+    Some(file)
 }
 
 #[cfg(target_os = "linux")]
@@ -264,7 +299,7 @@ mod tests {
             let unnamed = names(dir.path()).is_empty();
             // (Where TMPDIR's file system has no O_TMPFILE, the named way is taken.)
             #[cfg(target_os = "linux")]
-            assert_eq!(unnamed, way && super::unnamed(dir.path(), ".x").is_some());
+            assert_eq!(unnamed, way && super::unnamed(dir.path()).is_some());
             assert!(unnamed || names(dir.path())[0].starts_with(".sess-"));
             let mut back = String::new();
             File::open(temp.path())
@@ -319,6 +354,29 @@ mod tests {
             drop((file, temp));
             assert_eq!(names(dir.path()), Vec::<String>::new());
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_that_cannot_be_linked_in_is_copied_whole() {
+        use std::io::Seek;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("out");
+        let (mut file, _temp) = beside(&to, None, true);
+        file.write_all(b"all of it").unwrap();
+        file.set_permissions(fs::Permissions::from_mode(0o640))
+            .unwrap();
+        let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        file.set_times(fs::FileTimes::new().set_modified(then))
+            .unwrap();
+        file.seek(io::SeekFrom::Start(4)).unwrap();
+        copied(&file, ".sess-", &to).unwrap().persist(&to).unwrap();
+        assert_eq!(fs::read(&to).unwrap(), b"all of it");
+        let meta = fs::metadata(&to).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+        assert_eq!(meta.modified().unwrap(), then);
+        assert_eq!(names(dir.path()), ["out"]);
     }
 
     #[cfg(unix)]
