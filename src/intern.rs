@@ -104,6 +104,8 @@ pub struct Store {
     cached: usize,
     /// The bytes of values it holds in memory at most ([`CACHE_BYTES`]).
     cache_max: usize,
+    /// The room a value is compared in ([`Store::pieces`]).
+    piece: Vec<u8>,
 }
 
 /// The bytes of values a [`Store`] keeps in memory too. When they would be more, the cache
@@ -114,6 +116,9 @@ const CACHE_BYTES: usize = 8 << 20;
 /// The longest value kept in memory: a longer one costs one read of many bytes, not many
 /// reads.
 const CACHE_VALUE_MAX: usize = 256 << 10;
+
+/// The pieces a stored value is compared in ([`Store::pieces`]).
+const PIECE: usize = 1 << 20;
 
 /// The bytes of values a [`Store`] holds before it writes them (those still kept).
 const PENDING_BYTES: usize = 8 << 20;
@@ -129,6 +134,7 @@ impl Default for Store {
             cache: Table::default(),
             cached: 0,
             cache_max: CACHE_BYTES,
+            piece: Vec::new(),
             pending: Vec::new(),
             pending_at: 0,
             pending_ids: Vec::new(),
@@ -365,7 +371,92 @@ impl Store {
         self.cache.insert(id, bytes.to_vec());
     }
 
+    /// Calls `each` with value `id`'s bytes in order, in pieces of at most [`PIECE`]
+    /// bytes from the file, until it returns false; its length, or `None` when there is no
+    /// such value. A long value is compared so without being read whole: a 100 MB line
+    /// repeated took its room once more (issue 12's bound is twice the longest line).
+    fn pieces(
+        &mut self,
+        id: u64,
+        each: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> io::Result<Option<usize>> {
+        if let Some(v) = self.cache.get(&id) {
+            each(v);
+            return Ok(Some(v.len()));
+        }
+        let Some(&(at, len)) = self.at.get(&id) else {
+            return Ok(None);
+        };
+        if at >= self.pending_at {
+            let from = (at - self.pending_at) as usize;
+            each(&self.pending[from..from + len]);
+            return Ok(Some(len));
+        }
+        let mut piece = std::mem::take(&mut self.piece);
+        piece.clear();
+        let read = self.read_pieces(id, at, len, &mut piece, each);
+        self.piece = piece;
+        read.map(|found| found.then_some(len))
+    }
+
+    /// [`Store::pieces`] of a value in the file: a short one read whole (and kept in the
+    /// cache, as compared values are often compared again), a long one piece by piece.
+    fn read_pieces(
+        &mut self,
+        id: u64,
+        at: u64,
+        len: usize,
+        piece: &mut Vec<u8>,
+        each: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> io::Result<bool> {
+        if len <= CACHE_VALUE_MAX {
+            let found = self.get_prefix(id, usize::MAX, piece)?;
+            if found {
+                each(piece);
+            }
+            return Ok(found);
+        }
+        let Some(file) = &self.file else {
+            return Ok(false);
+        };
+        piece.resize(PIECE, 0);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(PIECE);
+            file.read_exact_at(&mut piece[..n], at + done as u64)?;
+            if !each(&piece[..n]) {
+                break;
+            }
+            done += n;
+        }
+        Ok(true)
+    }
+
+    /// Whether value `id` is `v`, byte for byte.
+    fn same(&mut self, id: u64, v: &[u8]) -> io::Result<bool> {
+        let (mut at, mut same) = (0, true);
+        let len = self.pieces(id, &mut |p| {
+            same = v.get(at..at + p.len()) == Some(p);
+            at += p.len();
+            same
+        })?;
+        Ok(same && len == Some(v.len()))
+    }
+
+    /// How many bytes `v` and value `id` begin with alike; `None` when there is no such
+    /// value.
+    fn shared_prefix(&mut self, id: u64, v: &[u8]) -> io::Result<Option<usize>> {
+        let mut at = 0;
+        let len = self.pieces(id, &mut |p| {
+            let k = common_prefix(&v[at..], p);
+            at += k;
+            k == p.len()
+        })?;
+        Ok(len.map(|_| at))
+    }
+
     /// Appends value `id` to `out`; false when there is no such value.
+    #[cfg(test)]
     fn get(&mut self, id: u64, out: &mut Vec<u8>) -> io::Result<bool> {
         self.get_prefix(id, usize::MAX, out)
     }
@@ -722,7 +813,6 @@ pub struct Writer {
     /// The bytes the tables above (and the store's) have held at most: the window's index,
     /// which a memory bound allows for beside a fixed budget ([`Writer::index_peak`]).
     index_peak: u64,
-    scratch: Vec<u8>,
     /// The keys the last line defined, to be placed in their frame.
     last_defs: Vec<u64>,
     /// The last array at each path (a hash of its keys).
@@ -819,7 +909,6 @@ impl Writer {
             refs: 0,
             bytes_referenced: 0,
             index_peak: 0,
-            scratch: Vec::new(),
             last_defs: Vec::new(),
             arrays: Table::default(),
             last_arrays: Vec::new(),
@@ -984,8 +1073,7 @@ impl Writer {
                 defined = Some(self.define_at(key, b, start, end, defs)?);
             }
             Some(Def { id, needs, .. }) => {
-                self.scratch.clear();
-                if self.store.get(id, &mut self.scratch)? && self.scratch == v {
+                if self.store.same(id, v)? {
                     let found = Found {
                         start,
                         end,
@@ -1114,27 +1202,24 @@ impl Writer {
         }) = before
             && frame != u64::MAX
             && d + 1 < CHAIN
+            && let Some(same) = self.store.shared_prefix(last, v)?
         {
-            self.scratch.clear();
-            if self.store.get(last, &mut self.scratch)? {
-                let same = common_prefix(v, &self.scratch);
-                let cut = (self.commas)
-                    .shared_elements(b, start, same)
-                    .filter(|&e| e >= self.min.max(2));
-                if let Some(cut) = cut {
-                    let crc = crc32fast::hash(&v[..cut]);
-                    let found = Found {
-                        start,
-                        end: start + cut,
-                        id: last,
-                        prefix: true,
-                    };
-                    refs.push(Ref { found, crc, needs });
-                    self.refs += 1;
-                    self.bytes_referenced += cut as u64;
-                    from = start + cut;
-                    depth = d + 1;
-                }
+            let cut = (self.commas)
+                .shared_elements(b, start, same)
+                .filter(|&e| e >= self.min.max(2));
+            if let Some(cut) = cut {
+                let crc = crc32fast::hash(&v[..cut]);
+                let found = Found {
+                    start,
+                    end: start + cut,
+                    id: last,
+                    prefix: true,
+                };
+                refs.push(Ref { found, crc, needs });
+                self.refs += 1;
+                self.bytes_referenced += cut as u64;
+                from = start + cut;
+                depth = d + 1;
             }
         }
         // Defined for the next array at the path only when it begins as the last one did,
@@ -2033,6 +2118,53 @@ mod tests {
                 pending_max,
                 ..Store::default()
             });
+        }
+    }
+
+    #[test]
+    fn a_long_stored_value_is_compared_piece_by_piece() {
+        // Longer than the cache takes and than a piece, and not a whole number of pieces.
+        let value: Vec<u8> = (0..2 * PIECE + 12_345)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        for (pending_max, cache_max) in [(0, CACHE_BYTES), (PENDING_BYTES, 0), (0, 0)] {
+            let mut store = Store {
+                pending_max,
+                cache_max,
+                ..Store::default()
+            };
+            store.put(1, &value).unwrap();
+            store.put(2, b"[1,2,3]").unwrap();
+            assert!(store.same(1, &value).unwrap());
+            assert!(store.same(2, b"[1,2,3]").unwrap());
+            assert!(!store.same(1, &value[..value.len() - 1]).unwrap());
+            assert!(!store.same(3, &value).unwrap());
+            let mut longer = value.clone();
+            longer.push(b'x');
+            assert!(!store.same(1, &longer).unwrap());
+            assert_eq!(store.shared_prefix(1, &longer).unwrap(), Some(value.len()));
+            assert_eq!(store.shared_prefix(3, &value).unwrap(), None);
+            for at in [
+                0,
+                1,
+                PIECE - 1,
+                PIECE,
+                PIECE + 1,
+                2 * PIECE + 7,
+                value.len() - 1,
+            ] {
+                let mut other = value.clone();
+                other[at] ^= 1;
+                assert!(!store.same(1, &other).unwrap(), "{at}");
+                assert_eq!(store.shared_prefix(1, &other).unwrap(), Some(at));
+                assert_eq!(store.shared_prefix(1, &other[..at]).unwrap(), Some(at));
+            }
+            // Nothing of it was read whole.
+            assert!(
+                store.piece.capacity() <= PIECE,
+                "{}",
+                store.piece.capacity()
+            );
         }
     }
 
