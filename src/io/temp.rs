@@ -30,11 +30,10 @@ pub struct Temp {
 enum Kind {
     /// An `O_TMPFILE` file, reached through `/proc/self/fd` until it is linked in.
     #[cfg(target_os = "linux")]
-    Unnamed { fd: i32 },
-    Named {
-        path: tempfile::TempPath,
-        _guard: TempGuard,
+    Unnamed {
+        fd: i32,
     },
+    Named(Guarded),
 }
 
 /// A new file in `target`'s directory, with `meta`'s permissions (or, for a new file, 0666
@@ -58,33 +57,24 @@ fn made(
     #[cfg(not(target_os = "linux"))]
     let _ = try_unnamed;
     #[cfg(target_os = "linux")]
-    if let Some(file) = try_unnamed.then(|| unnamed(dir)).flatten() {
-        if let Some(m) = meta {
-            file.set_permissions(m.permissions())?;
-        }
+    let unnamed = try_unnamed.then(|| unnamed(dir)).flatten().map(|file| {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        let kind = Kind::Unnamed { fd };
-        return Ok((
-            file,
-            Temp {
-                kind,
-                prefix: prefix.into(),
-            },
-        ));
-    }
-    let (file, path) = named(dir, prefix)?;
+        (file, Kind::Unnamed { fd })
+    });
+    #[cfg(not(target_os = "linux"))]
+    let unnamed = None;
+    let (file, kind) = match unnamed {
+        Some(made) => made,
+        None => {
+            let (file, path) = named(dir, prefix)?;
+            (file, Kind::Named(Guarded::new(path)))
+        }
+    };
     if let Some(m) = meta {
         file.set_permissions(m.permissions())?;
     }
-    let _guard = signals::guard_temp(path.to_path_buf());
-    let kind = Kind::Named { path, _guard };
-    Ok((
-        file,
-        Temp {
-            kind,
-            prefix: prefix.into(),
-        },
-    ))
+    let prefix = prefix.into();
+    Ok((file, Temp { kind, prefix }))
 }
 
 impl Temp {
@@ -93,7 +83,7 @@ impl Temp {
         match &self.kind {
             #[cfg(target_os = "linux")]
             Kind::Unnamed { fd } => proc_path(*fd),
-            Kind::Named { path, .. } => path.to_path_buf(),
+            Kind::Named(named) => named.path.to_path_buf(),
         }
     }
 
@@ -118,9 +108,9 @@ impl Temp {
                 let (_, step) = step.into_parts();
                 Guarded::new(step).persist(to)
             }
-            Kind::Named { path, _guard } => {
+            Kind::Named(named) => {
                 drop(file);
-                path.persist(to).map_err(|e| e.error)
+                named.persist(to)
             }
         }
     }
@@ -139,9 +129,9 @@ impl Temp {
                     linked => linked,
                 }
             }
-            Kind::Named { path, _guard } => {
+            Kind::Named(named) => {
                 drop(file);
-                path.persist_noclobber(to).map_err(|e| e.error)
+                named.persist_noclobber(to)
             }
         }
     }
@@ -178,16 +168,25 @@ fn copied(file: &File, prefix: &str, to: &Path) -> io::Result<Guarded> {
     let (mut copy, path) = named(dir_of(to), prefix)?;
     let guarded = Guarded::new(path);
     copy.set_permissions(meta.permissions())?;
-    {
-        use std::os::unix::fs::MetadataExt;
-        let _ = std::os::unix::fs::fchown(&copy, Some(meta.uid()), Some(meta.gid()));
-    }
+    same_owner(&copy, &meta);
     let mut from = file;
     from.seek(io::SeekFrom::Start(0))?;
     io::copy(&mut from, &mut copy)?;
     copy.set_times(fs::FileTimes::new().set_modified(meta.modified()?))?;
     copy.sync_all()?;
     Ok(guarded)
+}
+
+/// Gives `file` the owner and group of `meta`'s file. Best effort: only root may give a
+/// file away, and a user's own files are theirs already.
+pub fn same_owner(file: &File, meta: &fs::Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+    }
+    #[cfg(not(unix))]
+    let _ = (file, meta);
 }
 
 /// The folder a file at `path` is in.
@@ -246,8 +245,8 @@ fn proc_path(fd: i32) -> PathBuf {
 #[cfg(target_os = "linux")]
 fn link(fd: i32, to: &Path) -> io::Result<()> {
     use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let from = CString::new(format!("/proc/self/fd/{fd}")).map_err(io::Error::other)?;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let from = CString::new(proc_path(fd).into_os_string().into_vec()).map_err(io::Error::other)?;
     let to = CString::new(to.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))?;
     // SAFETY: both are NUL-terminated strings that outlive the call.

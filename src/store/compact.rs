@@ -37,7 +37,7 @@ use crate::frames::writer::{DEFAULT_FRAME_SIZE, FrameOptions, FrameWriter};
 use crate::input::{Flow, Input, OpenOptions};
 use crate::intern;
 use crate::io::sink::sync_dir;
-use crate::io::temp;
+use crate::io::temp::{self, same_owner};
 use crate::pack::{self, Interning, Out, Packer};
 use crate::stats::ByteCount;
 use crate::syntax::LineCheck;
@@ -632,18 +632,6 @@ fn links(meta: &fs::Metadata) -> u64 {
 #[cfg(not(unix))]
 fn links(_meta: &fs::Metadata) -> u64 {
     1
-}
-
-/// Gives `file` the owner and group of `meta`'s file. Best effort: only root may give a
-/// file away, and a user's own files are theirs already.
-fn same_owner(file: &File, meta: &fs::Metadata) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
-    }
-    #[cfg(not(unix))]
-    let _ = (file, meta);
 }
 
 /// Whether `p` is a packed form: a regular file of its own (not a link to the log, nor
