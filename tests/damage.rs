@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Command as StdCommand;
 
 use common::{sess, stdout_ok};
 use predicates::prelude::*;
@@ -252,22 +252,11 @@ fn bomb(lines: usize, len: u32) -> Vec<u8> {
     out
 }
 
-/// Runs sess and returns its exit status and peak resident memory in MiB. The child is
-/// reaped by `wait4` itself, which reports the memory of this child alone.
-#[allow(clippy::zombie_processes)]
+/// Runs sess and returns its exit status and peak resident memory in MiB.
 fn peak_mib(args: &[&std::ffi::OsStr]) -> (i32, f64) {
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: wait4 on our own child fills `status` and `usage`; both are plain data.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    (libc::WEXITSTATUS(status), usage.ru_maxrss as f64 / 1024.0)
+    let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin("sess"));
+    let (status, bytes) = common::peak_memory(cmd.args(args));
+    (status, bytes as f64 / (1 << 20) as f64)
 }
 
 #[test]

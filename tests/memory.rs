@@ -9,28 +9,13 @@ use std::path::Path;
 
 use common::sess;
 
-/// Runs `cmd` to its end; its exit code and its peak resident memory in bytes, as wait4(2)
-/// reports them for this one child. A child's peak starts from this process's, as it was
-/// when the child began (it shares its memory until it execs), so this process's peak is
-/// set back to what it holds now first (clear_refs), and it holds little: this test is
-/// alone in its file, so no other test runs beside it.
-// The child is reaped by wait4, which std's `wait` would not report the memory of.
-#[allow(clippy::zombie_processes)]
+/// [`common::peak_memory`], after this process's peak is set back to what it holds now
+/// (clear_refs): a child's peak starts from this process's, as it was when the child began
+/// (it shares its memory until it execs). This test is alone in its file, so it holds
+/// little, and no other test runs beside it.
 fn peak_memory(cmd: &mut std::process::Command) -> (i32, u64) {
     std::fs::write("/proc/self/clear_refs", "5").expect("cannot reset this process's peak");
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value, filled in by wait4 for a child of ours
-    // that nothing else waits for.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(rc, child.id() as i32);
-    assert!(libc::WIFEXITED(status), "the child was killed: {status}");
-    (libc::WEXITSTATUS(status), usage.ru_maxrss as u64 * 1024)
+    common::peak_memory(cmd)
 }
 
 /// Base64 of random bytes, as an image is: zstd cannot shrink it much, so a copy of it

@@ -139,3 +139,25 @@ pub fn index_of(bytes: &[u8]) -> (sess::frames::index::Index, u64) {
         .expect("an index")
         .expect("a good index")
 }
+
+/// Runs `cmd` to its end, its output thrown away; its exit code and its peak resident
+/// memory in bytes. The child is reaped by wait4 itself, which reports the memory of this
+/// child alone (and of the children it waited for). Unix only.
+// std's `wait` would not report the memory.
+#[allow(clippy::zombie_processes)]
+pub fn peak_memory(cmd: &mut std::process::Command) -> (i32, u64) {
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value, filled in by wait4 for a child of ours
+    // that nothing else waits for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(rc, child.id() as i32);
+    assert!(libc::WIFEXITED(status), "the child was killed: {status}");
+    // ru_maxrss is in KiB on Linux.
+    (libc::WEXITSTATUS(status), usage.ru_maxrss as u64 * 1024)
+}
