@@ -499,13 +499,18 @@ fn survey(
     };
     for input in inputs {
         packer.start_input(input.path());
+        let mut more = true;
         crate::input::each_line(std::slice::from_ref(input), opts, |_, line| {
             match packer.surveys(line.bytes) {
                 true => interner.survey(line.bytes),
                 false => interner.survey_passed(line.bytes.len() as u64 + 1),
             }
-            Ok::<_, Error>(Flow::More)
+            more = interner.survey_wants_more();
+            Ok::<_, Error>(if more { Flow::More } else { Flow::Stop })
         })?;
+        if !more {
+            break;
+        }
     }
     interner.surveyed();
     Ok(())
@@ -531,9 +536,12 @@ fn raw_survey(
         }
     }
     if threads <= 1 {
-        return survey_lines(inputs, packer, &mut |line, look| match look {
-            true => interner.survey(line),
-            false => interner.survey_passed(line.len() as u64 + 1),
+        return survey_lines(inputs, packer, &mut |line, look| {
+            match look {
+                true => interner.survey(line),
+                false => interner.survey_passed(line.len() as u64 + 1),
+            }
+            interner.survey_wants_more()
         });
     }
     let min = interner.min();
@@ -547,51 +555,60 @@ fn raw_survey(
         let reading = scope.spawn(move || {
             let mut batch = Surveyed::default();
             let mut passed = 0;
+            // Reading stops once the surveying side is gone: it has seen enough.
             let whole = survey_lines(inputs, packer, &mut |line, look| {
                 if !look || line.len() < min {
                     passed += line.len() as u64 + 1;
-                    return;
+                    return true;
                 }
                 if line.len() >= LONG_EVENT {
-                    if !batch.lines.is_empty() {
-                        let _ = tx.send(std::mem::take(&mut batch));
+                    if !batch.lines.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
+                        return false;
                     }
                     let alone = Surveyed {
                         bytes: line.to_vec(),
                         lines: vec![(std::mem::take(&mut passed), line.len())],
                         long: true,
                     };
-                    if tx.send(alone).is_ok() {
-                        let _ = wait.recv();
-                    }
-                    return;
+                    return tx.send(alone).is_ok() && wait.recv().is_ok();
                 }
                 batch.bytes.extend_from_slice(line);
                 batch.lines.push((std::mem::take(&mut passed), line.len()));
-                if batch.bytes.len() >= 256 * 1024 {
-                    let next = returned.try_recv().unwrap_or_default();
-                    // The surveying side takes every batch until this side is done.
-                    let _ = tx.send(std::mem::replace(&mut batch, next));
+                if batch.bytes.len() < 256 * 1024 {
+                    return true;
                 }
+                let next = returned.try_recv().unwrap_or_default();
+                tx.send(std::mem::replace(&mut batch, next)).is_ok()
             })?;
             let _ = tx.send(batch);
             Ok::<_, Error>(whole)
         });
-        for mut batch in rx {
+        // Line by line, it stops where the survey on one thread does.
+        let mut more = true;
+        for mut batch in &rx {
             let mut at = 0;
             for &(passed, len) in &batch.lines {
                 interner.survey_passed(passed);
-                interner.survey(&batch.bytes[at..at + len]);
+                more = more && interner.survey_wants_more();
+                if more {
+                    interner.survey(&batch.bytes[at..at + len]);
+                    more = interner.survey_wants_more();
+                }
                 at += len;
             }
             if batch.long {
                 let _ = looked.send(());
-                continue;
+            } else {
+                batch.bytes.clear();
+                batch.lines.clear();
+                let _ = back.try_send(batch);
             }
-            batch.bytes.clear();
-            batch.lines.clear();
-            let _ = back.try_send(batch);
+            if !more {
+                break;
+            }
         }
+        // Gone, they stop the reading side, whether it is sending or waiting.
+        drop((rx, looked));
         reading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -608,12 +625,13 @@ struct Surveyed {
     long: bool,
 }
 
-/// Reads the lines of plain files into `take` until the end (true), or until a line reads
-/// as interned (false), with whether the survey looks into each ([`Packer::surveys`]).
+/// Reads the lines of plain files into `take`, with whether the survey looks into each
+/// ([`Packer::surveys`]), until the end or until `take` returns false (true: the survey is
+/// done), or until a line reads as interned (false).
 fn survey_lines(
     inputs: &[Input],
     packer: &mut Packer,
-    take: &mut dyn FnMut(&[u8], bool),
+    take: &mut dyn FnMut(&[u8], bool) -> bool,
 ) -> Result<bool, Error> {
     for input in inputs {
         packer.start_input(input.path());
@@ -630,7 +648,9 @@ fn survey_lines(
             if intern::is_interned(line.bytes) {
                 return Ok(false);
             }
-            take(line.bytes, packer.surveys(line.bytes));
+            if !take(line.bytes, packer.surveys(line.bytes)) {
+                return Ok(true);
+            }
         }
     }
     Ok(true)
@@ -1177,6 +1197,53 @@ mod tests {
                 survey(&inputs, OpenOptions::default(), threads, packer, &mut w).unwrap();
                 let frames = kind == "tool_execution_update";
                 assert_eq!(w.index_peak() == 0, frames, "{kind} {path:?} {threads}");
+            }
+        }
+    }
+
+    /// A survey that found no repeat in its first frames stops reading there, on every
+    /// path (one thread or two, read straight or the general way, a long line last seen):
+    /// a value that repeats only after that is not found. One that repeated early keeps
+    /// it reading to the end.
+    #[test]
+    fn a_survey_stops_reading_when_its_first_frames_hold_no_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let near = 4096;
+        let value = |k: usize| format!(r#""{}{k}""#, "v".repeat(400));
+        let log = |early: bool, long: bool| {
+            let mut lines: Vec<String> = (0..200).map(value).collect();
+            if early {
+                lines[20] = value(0);
+            }
+            if long {
+                lines.push(format!(r#""{}""#, "L".repeat(LONG_EVENT)));
+            }
+            let late = value(1000);
+            lines.push(late.clone());
+            lines.extend((300..312).map(value));
+            lines.push(late);
+            lines.join("\n") + "\n"
+        };
+        for (early, long) in [(false, false), (false, true), (true, false)] {
+            let text = log(early, long);
+            let plain = dir.path().join("log.jsonl");
+            std::fs::write(&plain, &text).unwrap();
+            let zst = dir.path().join("log.jsonl.zst");
+            std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+            for (path, threads) in [(&plain, 1), (&plain, 2), (&zst, 2)] {
+                let mut w =
+                    intern::Writer::new(intern::DEFAULT_MIN, intern::DEFAULT_WINDOW).near(near);
+                let inputs = [Input::Path(path.clone())];
+                survey(
+                    &inputs,
+                    OpenOptions::default(),
+                    threads,
+                    &mut Packer::default(),
+                    &mut w,
+                )
+                .unwrap();
+                let want = if early { 2 } else { 0 };
+                assert_eq!(w.repeats(), want, "{path:?} {threads} long {long}");
             }
         }
     }
