@@ -138,7 +138,7 @@ fn bit_flips_are_detected_or_harmless() {
         // Seeking through the index, as `cat --tail 1` does.
         tail.runs += 1;
         std::fs::write(&path, &f).unwrap();
-        if let Ok(Some(mut s)) = Seekable::open(&path) {
+        if let Ok(Some(s)) = Seekable::open(&path) {
             let k = s.frames().len() - 1;
             let mut out = Vec::new();
             match s.frame(k).and_then(|mut r| r.read_to_end(&mut out)) {

@@ -741,6 +741,54 @@ fn cat_tail_and_seq_seek_through_the_index() {
         .stdout(want(&all[2995..]));
 }
 
+/// Frames cut mid-line (`pzstd`, zstd files put together with `cat`, a pack whose input
+/// had no final newline followed by another): `cat --tail` and `cat --seq` give the lines
+/// a read through gives, joined across frames, none split or dropped as torn.
+#[test]
+fn seeking_reads_lines_that_run_across_frames_as_a_read_through_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = log(300);
+    let cut_anywhere = dir.path().join("cut.jsonl.zst");
+    std::fs::write(&cut_anywhere, common::zstd_frames(&text, 1000)).unwrap();
+    // Two packs put together, the first without its final newline.
+    let a = dir.path().join("a.jsonl");
+    std::fs::write(&a, &text[..text.len() - 1]).unwrap();
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&b, log(5)).unwrap();
+    let mut both = Vec::new();
+    for (plain, size) in [(&a, "4096"), (&b, "1M")] {
+        let packed = plain.with_extension("zst");
+        sess()
+            .args(["pack", "--quiet", "--frame-size", size, "-o"])
+            .arg(&packed)
+            .arg(plain)
+            .assert()
+            .success();
+        both.extend(std::fs::read(&packed).unwrap());
+    }
+    let joined = dir.path().join("both.jsonl.zst");
+    std::fs::write(&joined, both).unwrap();
+    for file in [&cut_anywhere, &joined] {
+        let whole = stdout_ok(sess().args(["cat", "--quiet"]).arg(file));
+        let whole = String::from_utf8(whole).unwrap();
+        let lines: Vec<&str> = whole.lines().collect();
+        for n in [1, 5, 6, 7, 40, 299, 400] {
+            let got = stdout_ok(
+                sess()
+                    .args(["cat", "--quiet", "--tail", &n.to_string()])
+                    .arg(file),
+            );
+            let want: String = lines[lines.len().saturating_sub(n)..]
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_eq!(String::from_utf8(got).unwrap(), want, "{file:?} --tail {n}");
+        }
+        let seq = stdout_ok(sess().args(["cat", "--quiet", "--seq", "0.."]).arg(file));
+        assert_eq!(String::from_utf8(seq).unwrap(), whole, "{file:?} --seq 0..");
+    }
+}
+
 #[test]
 fn a_seeking_read_names_lines_as_a_read_through_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,8 @@
 //! plus a line, whatever a frame decompresses to.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::Index;
@@ -79,25 +80,167 @@ impl Seekable {
 
     /// The decompressed bytes of frame `k`, released only once its checksum has passed. Any
     /// damage is an error.
-    pub fn frame(&mut self, k: usize) -> io::Result<impl Read + '_> {
-        let frame = self.frames[k];
-        self.file.seek(SeekFrom::Start(frame.offset))?;
-        let bytes = (&mut self.file).take(frame.len);
-        Ok(FrameReader::new(bytes, &self.name, Recovery::Absolute).at_offset(frame.offset))
+    pub fn frame(&self, k: usize) -> io::Result<impl Read + '_> {
+        Ok(self.frame_reader(k))
     }
 
-    /// The lines of frame `k`, numbered (and their offsets counted) as in the whole file
-    /// when the index says how many lines and bytes the frames before it hold; else from
-    /// the frame's start.
+    fn frame_reader(&self, k: usize) -> FrameReader<Span<'_>> {
+        let frame = self.frames[k];
+        // Read at its place, not from the file's: a line running on into the next frames
+        // opens them while the first is still open.
+        let span = Span {
+            file: &self.file,
+            at: frame.offset,
+            end: frame.offset + frame.len,
+        };
+        FrameReader::new(span, &self.name, Recovery::Absolute).at_offset(frame.offset)
+    }
+
+    /// The lines that begin in frame `k`, whole: one that runs on past its end is read on
+    /// into the frames after it, and the end of one begun in an earlier frame is not a line
+    /// of this one. A file sess wrote with an index is cut at line ends (only its last frame
+    /// may end without a newline); other frames (a file with no index, files put together
+    /// with `cat`, `pzstd`'s output) may be cut anywhere, and whether the frame before ends
+    /// a line is read from it. Lines are numbered (and their offsets counted) as in the
+    /// whole file when the index says how many lines and bytes the frames before it hold;
+    /// else from the frame's start.
     pub fn lines(&mut self, k: usize) -> io::Result<LineReader<impl Read + '_>> {
         let before = self.frames[..k]
             .iter()
             .try_fold((0, 0), |(l, b), f| f.size.map(|(fl, fb)| (l + fl, b + fb)));
         let (lines, offset) = before.unwrap_or_default();
-        Ok(LineReader::starting_at(self.frame(k)?, lines, offset))
+        let begun = self.frames[k].size.is_none() && !self.line_ends_before(k)?;
+        let mut bytes = Spanning {
+            current: self.frame_reader(k),
+            file: self,
+            next: k + 1,
+            last: None,
+            tail: false,
+            held: Vec::new(),
+            held_at: 0,
+        };
+        let skipped = if begun { bytes.skip_past_newline()? } else { 0 };
+        Ok(LineReader::starting_at(bytes, lines, offset + skipped))
+    }
+
+    /// Whether the bytes before frame `k` end with a newline (or there are none): the last
+    /// byte of the last frame before it that has any.
+    fn line_ends_before(&self, k: usize) -> io::Result<bool> {
+        let mut buf = vec![0u8; 64 << 10];
+        for j in (0..k).rev() {
+            let mut frame = self.frame_reader(j);
+            let mut last = None;
+            loop {
+                match read_some(&mut frame, &mut buf)? {
+                    0 => break,
+                    n => last = Some(buf[n - 1]),
+                }
+            }
+            if let Some(b) = last {
+                return Ok(b == b'\n');
+            }
+        }
+        Ok(true)
     }
 }
 
+/// The bytes of a frame and, when its last line runs on past its end, of the frames after
+/// it up to that line's newline.
+struct Spanning<'a> {
+    file: &'a Seekable,
+    next: usize,
+    current: FrameReader<Span<'a>>,
+    /// The last byte handed out, of this frame or an earlier one.
+    last: Option<u8>,
+    /// Reading a later frame, for the end of the line: up to its first newline only.
+    tail: bool,
+    /// Bytes read past the end of a line begun in an earlier frame, to go out first.
+    held: Vec<u8>,
+    held_at: usize,
+}
+
+impl Spanning<'_> {
+    /// Drops the frame's bytes up to its first newline (the end of a line begun in an
+    /// earlier frame), or all of them; how many.
+    fn skip_past_newline(&mut self) -> io::Result<u64> {
+        let mut buf = vec![0u8; 64 << 10];
+        let mut skipped = 0;
+        loop {
+            let n = read_some(&mut self.current, &mut buf)?;
+            if n == 0 {
+                return Ok(skipped);
+            }
+            if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+                buf.truncate(n);
+                buf.drain(..=i);
+                self.held = buf;
+                return Ok(skipped + i as u64 + 1);
+            }
+            skipped += n as u64;
+        }
+    }
+}
+
+impl Read for Spanning<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.held_at < self.held.len() {
+            let n = out.len().min(self.held.len() - self.held_at);
+            out[..n].copy_from_slice(&self.held[self.held_at..self.held_at + n]);
+            self.held_at += n;
+            self.last = out[..n].last().copied().or(self.last);
+            return Ok(n);
+        }
+        loop {
+            if out.is_empty() || (self.tail && self.last == Some(b'\n')) {
+                return Ok(0);
+            }
+            let mut n = self.current.read(out)?;
+            if n > 0 {
+                // The rest of a later frame is not this frame's.
+                if self.tail
+                    && let Some(i) = memchr::memchr(b'\n', &out[..n])
+                {
+                    n = i + 1;
+                }
+                self.last = Some(out[n - 1]);
+                return Ok(n);
+            }
+            if matches!(self.last, None | Some(b'\n')) || self.next >= self.file.frames.len() {
+                return Ok(0);
+            }
+            self.current = self.file.frame_reader(self.next);
+            self.next += 1;
+            self.tail = true;
+        }
+    }
+}
+
+/// The bytes `at..end` of a file, read at their place.
+struct Span<'a> {
+    file: &'a File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for Span<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let left = usize::try_from(self.end - self.at).unwrap_or(usize::MAX);
+        let n = out.len().min(left);
+        let n = self.file.read_at(&mut out[..n], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// One read, retried when interrupted.
+fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
 /// The data frames of `f`, or `None` when the file is not clean.
 fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
     if let Some(Ok((index, _))) = Index::read_from(f)? {
@@ -134,4 +277,63 @@ fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
             })
             .collect(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The lines of every frame of `file`, in order, each with its newline when it had one.
+    fn lines_by_frame(path: &Path) -> Vec<Vec<u8>> {
+        let mut file = Seekable::open(path).unwrap().expect("a clean zstd file");
+        let mut all = Vec::new();
+        for k in 0..file.frames().len() {
+            let mut lines = file.lines(k).unwrap();
+            while let Some(line) = lines.next_line().unwrap() {
+                let mut bytes = line.bytes.to_vec();
+                if !line.is_torn() {
+                    bytes.push(b'\n');
+                }
+                all.push(bytes);
+            }
+        }
+        all
+    }
+
+    /// The lines of `text` as a whole read splits them.
+    fn lines_of(text: &[u8]) -> Vec<Vec<u8>> {
+        text.split_inclusive(|&b| b == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+
+    proptest! {
+        /// However a log is cut into frames (anywhere, empty frames too, as `cat` of
+        /// compressed files or `pzstd` cut it), each line is read once and whole, from
+        /// the frame it begins in.
+        #[test]
+        fn frames_cut_anywhere_give_each_line_once_and_whole(
+            lines in proptest::collection::vec("[a-z]{0,40}", 1..30),
+            final_newline in any::<bool>(),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let mut text = lines.join("\n").into_bytes();
+            if final_newline {
+                text.push(b'\n');
+            }
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(text.len() + 1)).collect();
+            at.sort_unstable();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("log.jsonl.zst");
+            let mut file = Vec::new();
+            let mut from = 0;
+            for to in at.into_iter().chain([text.len()]) {
+                file.extend(zstd::encode_all(&text[from..to], 1).unwrap());
+                from = to;
+            }
+            std::fs::write(&path, &file).unwrap();
+            prop_assert_eq!(lines_by_frame(&path), lines_of(&text));
+        }
+    }
 }
