@@ -51,6 +51,10 @@ pub enum LastLine {
     /// with a newline added and a warning, so that the next input's first line is not
     /// joined to it (two records read as one line that is neither).
     Between,
+    /// [`LastLine::Verbatim`] without the warning, for a pass that reads again what was
+    /// read and warned about already (`compact`'s check of a packed form against its log,
+    /// whose name is not the log's).
+    Rechecked,
 }
 
 impl LastLine {
@@ -184,6 +188,7 @@ pub fn not_jsonl(name: &str, line: &Line<'_>) -> Option<Error> {
 pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> {
     let what = match (line.ending, last) {
         (Ending::Newline, _) => return Some(true),
+        (_, LastLine::Rechecked) => return Some(false),
         (Ending::Torn, LastLine::Records) => "not a JSON value (a torn write): dropped",
         (Ending::Unterminated, LastLine::Records) => {
             "a whole JSON value: kept as a record, with the newline added"
@@ -202,7 +207,7 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
     match (line.ending, last) {
         (Ending::Torn, LastLine::Records) => None,
         (_, LastLine::Records | LastLine::Between) => Some(true),
-        (_, LastLine::Verbatim) => Some(false),
+        (_, LastLine::Verbatim | LastLine::Rechecked) => Some(false),
     }
 }
 

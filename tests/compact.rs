@@ -515,3 +515,34 @@ fn the_packed_form_and_the_restored_log_keep_the_owner() {
         (before.uid(), before.gid(), before.mode())
     );
 }
+
+/// A log whose last line has no newline is told of once, by its own name: not again by the
+/// check of its packed form, under the temporary file's name (`/proc/self/fd/N`).
+#[test]
+fn a_last_line_without_a_newline_is_told_of_once_naming_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.jsonl");
+    // Long enough for its packed form to be smaller.
+    let mut text: String = (0..500)
+        .map(|i| {
+            format!(
+                "{{\"type\":\"x\",\"seq\":{i},\"text\":\"{}\"}}\n",
+                "hi ".repeat(40)
+            )
+        })
+        .collect();
+    text.push_str("{\"type\":\"x\",\"seq\":500}");
+    fs::write(&log, &text).unwrap();
+    age(&log, 30);
+    let out = sess()
+        .args(["compact", "--apply"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("no final newline").count(), 1, "{err}");
+    assert!(err.contains("s.jsonl:501:"), "{err}");
+    let packed = dir.path().join("s.jsonl.sess.zst");
+    assert_eq!(unpacked(&packed), text.as_bytes());
+}

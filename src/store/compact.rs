@@ -820,7 +820,8 @@ fn expand(packed: &Path, form: Form, out: &mut impl Write) -> Result<(), Failure
         }
         Form::Sess => {
             let input = [Input::Path(packed.to_path_buf())];
-            event::each_event::<Failure>(&input, reading(), LastLine::Verbatim, |_, ev| {
+            // Its last line without a newline was told of, naming the log, when it packed.
+            event::each_event::<Failure>(&input, reading(), LastLine::Rechecked, |_, ev| {
                 out.write_all(ev.bytes)?;
                 if ev.newline {
                     out.write_all(b"\n")?;
