@@ -853,6 +853,9 @@ fn same_bytes(packed: &Path, form: Form, log: &Path) -> Result<Option<u32>, Fail
     Ok(Some(cmp.crc.finalize()))
 }
 
+/// The bytes of the log [`Compare`] reads at once.
+const COMPARED: usize = 1 << 20;
+
 /// A writer that compares what it is given with a file, byte for byte.
 struct Compare {
     log: BufReader<File>,
@@ -863,11 +866,14 @@ struct Compare {
 
 impl Write for Compare {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.buf.resize(data.len(), 0);
-        let read = self.log.read_exact(&mut self.buf);
-        if read.is_err() || self.buf != data {
-            self.differs = true;
-            return Err(io::Error::other("the packed form differs from the log"));
+        // A piece at a time: an event of hundreds of megabytes is not held twice.
+        for piece in data.chunks(COMPARED) {
+            self.buf.resize(piece.len(), 0);
+            let read = self.log.read_exact(&mut self.buf);
+            if read.is_err() || self.buf != piece {
+                self.differs = true;
+                return Err(io::Error::other("the packed form differs from the log"));
+            }
         }
         self.crc.update(data);
         Ok(data.len())
@@ -939,6 +945,31 @@ fn from_nanos(n: i128) -> SystemTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long event is compared with the log a piece at a time, never held whole, and a
+    /// difference in its last piece is found.
+    #[test]
+    fn a_long_event_is_compared_a_piece_at_a_time() {
+        let log: Vec<u8> = (0..3 * COMPARED + 17).map(|i| (i % 251) as u8).collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&log).unwrap();
+        let compare = || Compare {
+            log: BufReader::new(File::open(file.path()).unwrap()),
+            buf: Vec::new(),
+            crc: crc32fast::Hasher::new(),
+            differs: false,
+        };
+        let mut same = compare();
+        same.write_all(&log).unwrap();
+        assert!(!same.differs);
+        assert!(same.buf.capacity() <= COMPARED, "{}", same.buf.capacity());
+        assert_eq!(same.crc.finalize(), crc32fast::hash(&log));
+        let mut other = log.clone();
+        *other.last_mut().unwrap() ^= 1;
+        let mut differs = compare();
+        assert!(differs.write_all(&other).is_err());
+        assert!(differs.differs);
+    }
 
     #[test]
     fn times_go_through_nanoseconds_and_back() {
