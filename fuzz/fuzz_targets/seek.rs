@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut at: Vec<usize> = cuts
         .iter()
-        .map(|&c| usize::from(c) * (text.len() + 1) / 255)
+        .map(|&c| usize::from(c) * (text.len() + 1) / 256)
         .collect();
     at.sort_unstable();
     let mut file = Vec::new();
