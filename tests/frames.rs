@@ -789,6 +789,30 @@ fn seeking_reads_lines_that_run_across_frames_as_a_read_through_does() {
     }
 }
 
+/// Frames without a checksum are told of once per file, as a read through tells it, however
+/// many frames a seeking read decodes (some twice, to know where their lines begin).
+#[test]
+fn a_seeking_read_tells_of_frames_without_a_checksum_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = log(300);
+    let file = dir.path().join("unchecked.jsonl.zst");
+    let frames: Vec<u8> = text
+        .chunks(1000)
+        .flat_map(|piece| zstd::encode_all(piece, 1).unwrap())
+        .collect();
+    std::fs::write(&file, frames).unwrap();
+    for args in [&["--tail", "40"][..], &["--seq", "100..120"], &[]] {
+        let out = sess().arg("cat").args(args).arg(&file).output().unwrap();
+        assert!(out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("no content checksum").count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_seeking_read_names_lines_as_a_read_through_does() {
     let dir = tempfile::tempdir().unwrap();

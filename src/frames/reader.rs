@@ -202,6 +202,13 @@ impl<R: Read> FrameReader<R> {
         self
     }
 
+    /// Keeps its findings in `health`, shared with the other readers of one file's frames:
+    /// a warning said once for the file (a frame without a checksum) is said once in all.
+    pub fn sharing(mut self, health: Arc<Mutex<Health>>) -> FrameReader<R> {
+        self.health = health;
+        self
+    }
+
     /// Warnings go to [`Health::notices`], for a caller reading on another thread to print
     /// when it reaches the lines they come with (each as `sess: warning: NOTICE`).
     pub fn deferring(mut self) -> FrameReader<R> {

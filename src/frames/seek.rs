@@ -8,9 +8,10 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use super::index::Index;
-use super::reader::{FrameReader, Recovery};
+use super::reader::{FrameReader, Health, Recovery};
 use super::walk::{self, End, Kind};
 use crate::io::LineReader;
 
@@ -30,6 +31,9 @@ pub struct Seekable {
     file: File,
     name: String,
     frames: Vec<FrameRef>,
+    /// What the readers of its frames found, shared: a frame may be decoded more than
+    /// once, and what is said once for a file is said once.
+    health: Arc<Mutex<Health>>,
 }
 
 impl Seekable {
@@ -51,6 +55,7 @@ impl Seekable {
             file,
             name: path.display().to_string(),
             frames,
+            health: Arc::default(),
         }))
     }
 
@@ -93,7 +98,9 @@ impl Seekable {
             at: frame.offset,
             end: frame.offset + frame.len,
         };
-        FrameReader::new(span, &self.name, Recovery::Absolute).at_offset(frame.offset)
+        FrameReader::new(span, &self.name, Recovery::Absolute)
+            .at_offset(frame.offset)
+            .sharing(Arc::clone(&self.health))
     }
 
     /// The lines that begin in frame `k`, whole: one that runs on past its end is read on
