@@ -169,6 +169,8 @@ pub struct Source {
     skip_corrupt: bool,
     collect: bool,
     check: LineCheck,
+    /// A plain regular file's size when it was opened, to tell when it ends short of it.
+    plain_size: Option<u64>,
 }
 
 impl Source {
@@ -254,6 +256,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         skip_corrupt,
         collect: opts.collect_warnings,
         check: opts.check,
+        plain_size: size.filter(|_| compression == Compression::Plain),
     })
 }
 
@@ -367,7 +370,25 @@ pub fn each_line_of<E: From<Error>>(
         bar.finish_and_clear();
     }
     tally.warn(&name);
+    if let (Ok(Flow::More), Some(size)) = (&flow, src.plain_size)
+        && lines.offset() < size
+    {
+        cut_short(&name, size, lines.offset(), &src.health, src.collect);
+    }
     flow
+}
+
+/// Tells that a plain file ended before the size it had when opened: another program cut it
+/// (a log rotated by truncation) while it was read. What was read is what the command used.
+fn cut_short(name: &str, size: u64, read: u64, health: &Mutex<Health>, collect: bool) {
+    let notice = format!(
+        "{name}: it ended after {read} bytes, short of the {size} it had when opened (cut by \
+         another program while it was read?); the lines before are what was read"
+    );
+    if !collect {
+        eprintln!("sess: warning: {notice}");
+    }
+    Health::lock(health).notices.push(notice);
 }
 
 /// The lines and bytes lost in skipped frames before a place in the output, so that lines
@@ -501,6 +522,53 @@ fn trailing_zeros(rest: &mut impl io::BufRead) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A plain file cut while it is read (a log rotated by truncation) is told of; one read
+    /// whole, with or without a last newline, or empty, is not.
+    #[test]
+    fn a_plain_file_cut_while_read_is_told_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = b"{\"type\":\"x\",\"text\":\"abcdefghij\"}\n";
+        let whole: Vec<u8> = line.repeat(100_000);
+        let read = |text: &[u8], cut: Option<u64>| {
+            let path = dir.path().join("log.jsonl");
+            std::fs::write(&path, text).unwrap();
+            let opts = OpenOptions {
+                quiet: true,
+                collect_warnings: true,
+                ..OpenOptions::default()
+            };
+            let src = open(&Input::Path(path.clone()), opts).unwrap();
+            if let Some(len) = cut {
+                File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(len)
+                    .unwrap();
+            }
+            let health = Arc::clone(&src.health);
+            let mut lines = 0;
+            each_line_of::<Error>(src, &mut |_, _| {
+                lines += 1;
+                Ok(Flow::More)
+            })
+            .unwrap();
+            let said = Health::lock(&health).notices.clone();
+            (lines, said)
+        };
+        let (lines, said) = read(&whole, Some(line.len() as u64 * 10));
+        assert!(lines < 100_000, "{lines} lines");
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("ended after 330 bytes, short of the 3300000 it had"),
+            "{said:?}"
+        );
+        for text in [&whole[..], &whole[..whole.len() - 1], b""] {
+            let (_, said) = read(text, None);
+            assert!(said.is_empty(), "{said:?}");
+        }
+    }
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
