@@ -14,6 +14,7 @@ use super::index::Index;
 use super::reader::{FrameReader, Health, Recovery};
 use super::walk::{self, End, Kind};
 use crate::io::LineReader;
+use crate::io::read::read_some;
 
 /// A data frame: where it is, and what the index knows of it (the seq of its first event;
 /// its lines and decompressed bytes; how many frames before it its interned lines need).
@@ -239,15 +240,6 @@ impl Read for Span<'_> {
     }
 }
 
-/// One read, retried when interrupted.
-fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        match r.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            other => return other,
-        }
-    }
-}
 /// The data frames of `f`, or `None` when the file is not clean.
 fn data_frames(f: &mut File) -> io::Result<Option<Vec<FrameRef>>> {
     if let Some(Ok((index, _))) = Index::read_from(f)? {
