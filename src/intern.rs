@@ -832,6 +832,8 @@ pub struct Writer {
     /// Ids no later line will refer to, as `[from, to)` ranges, for the next interned line
     /// to tell readers.
     free: Vec<[u64; 2]>,
+    /// Lines not looked into ([`Writer::passing`]).
+    passed: Option<fn(&[u8]) -> bool>,
 }
 
 /// The last array at a path, for the next one there to refer to its beginning.
@@ -921,7 +923,17 @@ impl Writer {
             commas: Commas::default(),
             kids: Vec::new(),
             free: Vec::new(),
+            passed: None,
         }
+    }
+
+    /// Lines for which `passed` is true are not looked into, as lines shorter than `min`
+    /// are not: written as they are (wrapped when they look interned), and their values
+    /// neither referenced nor remembered. For lines a caller knows hold no value a later
+    /// line repeats.
+    pub fn passing(mut self, passed: fn(&[u8]) -> bool) -> Writer {
+        self.passed = Some(passed);
+        self
     }
 
     /// Writes `line` (without its newline) to `out`, as an interned line when it repeats
@@ -932,7 +944,8 @@ impl Writer {
         self.last_arrays.clear();
         // What an error left (the walk returns early on one).
         self.kids.clear();
-        if self.min > 0 && line.len() >= self.min {
+        let looked = self.min > 0 && line.len() >= self.min;
+        if looked && !self.passed.is_some_and(|passed| passed(line)) {
             let start = json::skip_ws(line, 0);
             let end = self.commas.value_end(line, start).unwrap_or(0);
             if end > start && json::skip_ws(line, end) == line.len() {

@@ -120,6 +120,22 @@ pub fn is_row_type(raw: &[u8]) -> bool {
     json::str_value(raw).is_some_and(|t| RowKind::from_name(&t).is_some())
 }
 
+/// Whether a line begins as a chunk row is written (its `type` first, a row tag): what
+/// `sess pack` and DSH write. Read from the first bytes only, for a caller that asks it of
+/// every line; a row spelled otherwise is not told.
+pub fn starts_as_row(line: &[u8]) -> bool {
+    let Some(rest) = line.strip_prefix(br#"{"type":""#) else {
+        return false;
+    };
+    let tag = rest
+        .iter()
+        .take(32)
+        .position(|&b| b == b'"')
+        .map(|end| &rest[..end]);
+    tag.and_then(|t| std::str::from_utf8(t).ok())
+        .is_some_and(|t| RowKind::from_name(t).is_some())
+}
+
 pub fn parse(line: &[u8]) -> Parsed<'_> {
     if CHUNKS.find(line).is_none() {
         return Parsed::Event;
@@ -1062,6 +1078,28 @@ mod tests {
             (m.tag, m.id, m.name, m.turn),
             (RowKind::ToolCall, Some(&b"\"c\""[..]), None, &b"1.5"[..])
         );
+    }
+
+    #[test]
+    fn rows_as_written_are_told_from_their_first_bytes() {
+        let lines: Vec<String> = (0..4).map(|i| chunk(i, i, "t")).collect();
+        let row = pack(&lines);
+        assert!(starts_as_row(row.as_bytes()), "{row}");
+        for kind in RowKind::ALL {
+            let line = format!(r#"{{"type":"{}","seq0":1}}"#, kind.name());
+            assert!(starts_as_row(line.as_bytes()), "{line}");
+        }
+        for other in [
+            lines[0].as_str(),
+            r#"{"type":"other-chunks","seq0":1}"#,
+            r#"{"type":"text-chunk","seq0":1}"#,
+            r#"{"seq0":1,"type":"text-chunks"}"#,
+            r#"{"type": "text-chunks"}"#,
+            r#"{"type":"text-chunks"#,
+            "",
+        ] {
+            assert!(!starts_as_row(other.as_bytes()), "{other}");
+        }
     }
 
     #[test]
