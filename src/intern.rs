@@ -968,7 +968,9 @@ impl Writer {
     pub fn survey(&mut self, line: &[u8]) {
         let at = self.survey_at;
         self.survey_at += line.len() as u64 + 1;
-        if !self.surveys(line.len()) || self.surveyed > self.window {
+        // A line the writer passes ([`Writer::passing`]) holds nothing it will define.
+        let passed = self.passed.is_some_and(|passed| passed(line));
+        if !self.surveys(line.len()) || passed || self.surveyed > self.window {
             return;
         }
         let start = json::skip_ws(line, 0);
@@ -2145,6 +2147,21 @@ mod tests {
             w.survey(line(k).as_bytes());
         }
         assert!(!w.survey_wants_more());
+    }
+
+    #[test]
+    fn the_survey_passes_over_the_lines_the_writer_passes() {
+        let row = format!(r#"{{"row":{}}}"#, big("r"));
+        for passing in [false, true] {
+            let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW).near(16);
+            if passing {
+                w = w.passing(|line| line.starts_with(br#"{"row""#));
+            }
+            w.survey(row.as_bytes());
+            w.survey(big("filler").as_bytes());
+            w.survey(row.as_bytes());
+            assert_eq!(w.repeats() == 0, passing);
+        }
     }
 
     #[test]

@@ -564,7 +564,14 @@ fn raw_survey(
             let whole = survey_lines(inputs, packer, &mut |line, look| {
                 if !look || line.len() < min {
                     passed += line.len() as u64 + 1;
-                    return true;
+                    if passed < PASSED_TOLD {
+                        return true;
+                    }
+                    // Lines too short to look into count towards the survey's probe too:
+                    // told of now and then, so that it can stop with none to look into.
+                    batch.passed_after = std::mem::take(&mut passed);
+                    let next = returned.try_recv().unwrap_or_default();
+                    return tx.send(std::mem::replace(&mut batch, next)).is_ok();
                 }
                 if line.len() >= LONG_EVENT {
                     if !batch.lines.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
@@ -573,6 +580,7 @@ fn raw_survey(
                     let alone = Surveyed {
                         bytes: line.to_vec(),
                         lines: vec![(std::mem::take(&mut passed), line.len())],
+                        passed_after: 0,
                         long: true,
                     };
                     return tx.send(alone).is_ok() && wait.recv().is_ok();
@@ -601,18 +609,22 @@ fn raw_survey(
                 }
                 at += len;
             }
+            interner.survey_passed(batch.passed_after);
+            more = more && interner.survey_wants_more();
             if batch.long {
                 let _ = looked.send(());
             } else {
                 batch.bytes.clear();
                 batch.lines.clear();
+                batch.passed_after = 0;
                 let _ = back.try_send(batch);
             }
             if !more {
                 break;
             }
         }
-        // Gone, they stop the reading side, whether it is sending or waiting.
+        // Gone, they stop the reading side at its next hand-over (a MiB of lines at most
+        // on), or where it waits.
         drop((rx, looked));
         reading
             .join()
@@ -620,12 +632,18 @@ fn raw_survey(
     })
 }
 
+/// The bytes of lines too short to look into that the survey's reading thread passes
+/// over before it tells the surveying side, with no line to look into.
+const PASSED_TOLD: u64 = 1 << 20;
+
 /// Lines the survey's reading thread hands over, one after another in `bytes`: for each,
 /// the bytes of the lines before it that were too short to look into, and its length.
 #[derive(Default)]
 struct Surveyed {
     bytes: Vec<u8>,
     lines: Vec<(u64, usize)>,
+    /// The bytes of lines too short to look into after the last of `lines`.
+    passed_after: u64,
     /// One long line alone, whose reader waits to hear it was looked into.
     long: bool,
 }
@@ -1299,6 +1317,32 @@ mod tests {
         let long = format!(r#"{{"type":"note","text":"{}"}}"#, words(7, 100));
         let plain = pack(&[vec![long.clone()], filler, vec![long.clone(), long]].concat());
         assert!(plain.contains("sess-interned"), "{plain}");
+    }
+
+    /// With no line long enough to look into, the survey still stops at its probe, on two
+    /// threads as on one: reading never reaches what lies far beyond (here an interned
+    /// line, which would send the survey back to the start the general way). The reading
+    /// side cannot run more than a few batches of passed lines ahead of the surveying side.
+    #[test]
+    fn a_survey_of_short_lines_stops_reading_at_its_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text: Vec<u8> = (0..1_500_000)
+            .flat_map(|k| format!("{{\"k\":{k}}}\n").into_bytes())
+            .collect();
+        assert!(text.len() > 16 << 20);
+        text.extend_from_slice(intern::PREFIX);
+        text.extend_from_slice(b"],\"refs\":[],\"line\":{}}\n");
+        let path = dir.path().join("short.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        for threads in [1, 2] {
+            let mut w = intern::Writer::new(intern::DEFAULT_MIN, intern::DEFAULT_WINDOW).near(4096);
+            let inputs = [Input::Path(path.clone())];
+            let whole = raw_survey(&inputs, threads, &mut Packer::default(), &mut w).unwrap();
+            assert!(
+                whole,
+                "{threads} threads: the survey read on to the interned line"
+            );
+        }
     }
 
     /// Text of `n` words, different for each `seed`.
