@@ -4,6 +4,7 @@
 //! its checksum before its lines go out, so memory stays at [`super::reader::HOLD_LIMIT`]
 //! plus a line, whatever a frame decompresses to.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
@@ -35,6 +36,9 @@ pub struct Seekable {
     /// What the readers of its frames found, shared: a frame may be decoded more than
     /// once, and what is said once for a file is said once.
     health: Arc<Mutex<Health>>,
+    /// The last byte of each frame read whole so far (`Some(None)`: it has none), for
+    /// where the lines of the frame after it begin.
+    last_bytes: RefCell<Vec<Option<Option<u8>>>>,
 }
 
 impl Seekable {
@@ -55,6 +59,7 @@ impl Seekable {
         Ok(data_frames(&mut file)?.map(|frames| Seekable {
             file,
             name: path.display().to_string(),
+            last_bytes: RefCell::new(vec![None; frames.len()]),
             frames,
             health: Arc::default(),
         }))
@@ -121,8 +126,10 @@ impl Seekable {
         let mut bytes = Spanning {
             current: self.frame_reader(k),
             file: self,
+            frame: k,
             next: k + 1,
             last: None,
+            frame_last: None,
             tail: false,
             held: Vec::new(),
             held_at: 0,
@@ -134,21 +141,30 @@ impl Seekable {
     /// Whether the bytes before frame `k` end with a newline (or there are none): the last
     /// byte of the last frame before it that has any.
     fn line_ends_before(&self, k: usize) -> io::Result<bool> {
-        let mut buf = vec![0u8; 64 << 10];
         for j in (0..k).rev() {
-            let mut frame = self.frame_reader(j);
-            let mut last = None;
-            loop {
-                match read_some(&mut frame, &mut buf)? {
-                    0 => break,
-                    n => last = Some(buf[n - 1]),
-                }
-            }
-            if let Some(b) = last {
+            if let Some(b) = self.last_byte(j)? {
                 return Ok(b == b'\n');
             }
         }
         Ok(true)
+    }
+
+    /// The last byte of frame `j` (`None`: it is empty), decoded unless already known.
+    fn last_byte(&self, j: usize) -> io::Result<Option<u8>> {
+        if let Some(known) = self.last_bytes.borrow()[j] {
+            return Ok(known);
+        }
+        let mut frame = self.frame_reader(j);
+        let mut buf = vec![0u8; 64 << 10];
+        let mut last = None;
+        loop {
+            match read_some(&mut frame, &mut buf)? {
+                0 => break,
+                n => last = Some(buf[n - 1]),
+            }
+        }
+        self.last_bytes.borrow_mut()[j] = Some(last);
+        Ok(last)
     }
 }
 
@@ -156,10 +172,14 @@ impl Seekable {
 /// it up to that line's newline.
 struct Spanning<'a> {
     file: &'a Seekable,
+    /// The frame whose lines these are, and the next one to read on into.
+    frame: usize,
     next: usize,
     current: FrameReader<Span<'a>>,
     /// The last byte handed out, of this frame or an earlier one.
     last: Option<u8>,
+    /// The last byte read of this frame, kept for the frame after it once the frame ends.
+    frame_last: Option<u8>,
     /// Reading a later frame, for the end of the line: up to its first newline only.
     tail: bool,
     /// Bytes read past the end of a line begun in an earlier frame, to go out first.
@@ -178,6 +198,7 @@ impl Spanning<'_> {
             if n == 0 {
                 return Ok(skipped);
             }
+            self.frame_last = Some(buf[n - 1]);
             if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
                 buf.truncate(n);
                 buf.drain(..=i);
@@ -211,7 +232,14 @@ impl Read for Spanning<'_> {
                     n = i + 1;
                 }
                 self.last = Some(out[n - 1]);
+                if !self.tail {
+                    self.frame_last = self.last;
+                }
                 return Ok(n);
+            }
+            if !self.tail {
+                // Read whole (and verified): the frame after it need not decode it again.
+                self.file.last_bytes.borrow_mut()[self.frame] = Some(self.frame_last);
             }
             if matches!(self.last, None | Some(b'\n')) || self.next >= self.file.frames.len() {
                 return Ok(0);
@@ -305,6 +333,31 @@ mod tests {
         text.split_inclusive(|&b| b == b'\n')
             .map(<[u8]>::to_vec)
             .collect()
+    }
+
+    /// Read in order, frames cut mid-line are each decoded at most twice: for their own
+    /// lines, and for the end of the line begun in the frame before. Where a frame's lines
+    /// begin is known from the frame before, read whole just before, not decoded again.
+    #[test]
+    fn frames_read_in_order_are_decoded_at_most_twice() {
+        let text: Vec<u8> = (0..2000)
+            .flat_map(|k| format!("line {k} of a log\n").into_bytes())
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.zst");
+        let frames: Vec<u8> = text
+            .chunks(1000)
+            .flat_map(|piece| zstd::encode_all(piece, 1).unwrap())
+            .collect();
+        std::fs::write(&path, frames).unwrap();
+        let mut file = Seekable::open(&path).unwrap().unwrap();
+        let n = file.frames().len();
+        for k in 0..n {
+            let mut lines = file.lines(k).unwrap();
+            while lines.next_line().unwrap().is_some() {}
+        }
+        let decoded = Health::lock(&file.health).frames;
+        assert!(decoded <= 2 * n as u64, "{decoded} decodes of {n} frames");
     }
 
     proptest! {
