@@ -242,10 +242,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
             let gz = GzMembers::new(BufReader::with_capacity(BUF, whole));
             (Box::new(BufReader::with_capacity(BUF, gz)), Arc::default())
         }
-        Compression::Plain => (
-            Box::new(BufReader::with_capacity(BUF, whole)),
-            Arc::default(),
-        ),
+        Compression::Plain => (Box::new(whole), Arc::default()),
     };
     Ok(Source {
         name,
@@ -437,7 +434,10 @@ pub fn rebuild<'a>(
     Ok(Line { bytes: buf, ..line })
 }
 
-/// The read buffer of a plain or gzip input.
+/// The read buffers of a gzip input. A plain one has none: its lines are read straight
+/// into the line reader's buffer, whose reads (a little under its size, after each move
+/// of a partial line) a buffer of this size in between copied once more each (`sess cat`
+/// of the 1 GiB DSH log: 0.95-1.12 s -> 0.87-0.89 s).
 const BUF: usize = 256 * 1024;
 
 /// Reads the first bytes to sniff the format. A pipe may deliver them one at a time.
