@@ -944,8 +944,7 @@ impl Writer {
         self.last_arrays.clear();
         // What an error left (the walk returns early on one).
         self.kids.clear();
-        let looked = self.min > 0 && line.len() >= self.min;
-        if looked && !self.passed.is_some_and(|passed| passed(line)) {
+        if self.looks_into(line) {
             let start = json::skip_ws(line, 0);
             let end = self.commas.value_end(line, start).unwrap_or(0);
             if end > start && json::skip_ws(line, end) == line.len() {
@@ -968,9 +967,7 @@ impl Writer {
     pub fn survey(&mut self, line: &[u8]) {
         let at = self.survey_at;
         self.survey_at += line.len() as u64 + 1;
-        // A line the writer passes ([`Writer::passing`]) holds nothing it will define.
-        let passed = self.passed.is_some_and(|passed| passed(line));
-        if !self.surveys(line.len()) || passed || self.surveyed > self.window {
+        if !self.looks_into(line) || self.surveyed > self.window {
             return;
         }
         let start = json::skip_ws(line, 0);
@@ -979,10 +976,10 @@ impl Writer {
         }
     }
 
-    /// Whether [`Writer::survey`] looks into a line of `len` bytes: one that cannot hold a
-    /// value of `min` bytes may be passed over with [`Writer::survey_passed`] instead.
-    fn surveys(&self, len: usize) -> bool {
-        self.min > 0 && len >= self.min
+    /// Whether a line is looked into, by the survey as by the writer: not one that cannot
+    /// hold a value of `min` bytes, nor one the writer passes ([`Writer::passing`]).
+    fn looks_into(&self, line: &[u8]) -> bool {
+        self.min > 0 && line.len() >= self.min && !self.passed.is_some_and(|passed| passed(line))
     }
 
     /// Lines of `bytes` bytes in all, newlines included, that the survey did not need to see.
