@@ -506,11 +506,7 @@ fn survey(
         packer.start_input(input.path());
         let mut more = true;
         crate::input::each_line(std::slice::from_ref(input), opts, |_, line| {
-            match packer.surveys(line.bytes) {
-                true => interner.survey(line.bytes),
-                false => interner.survey_passed(line.bytes.len() as u64 + 1),
-            }
-            more = interner.survey_wants_more();
+            more = survey_line(interner, line.bytes, packer.surveys(line.bytes));
             Ok::<_, Error>(if more { Flow::More } else { Flow::Stop })
         })?;
         if !more {
@@ -519,6 +515,16 @@ fn survey(
     }
     interner.surveyed();
     Ok(())
+}
+
+/// Surveys one line (passes over it, when `look` is false); whether the survey wants the
+/// lines after it.
+fn survey_line(interner: &mut intern::Writer, line: &[u8], look: bool) -> bool {
+    match look {
+        true => interner.survey(line),
+        false => interner.survey_passed(line.len() as u64 + 1),
+    }
+    interner.survey_wants_more()
 }
 
 /// [`survey`] of inputs that are all plain files without interned lines, their lines
@@ -542,11 +548,7 @@ fn raw_survey(
     }
     if threads <= 1 {
         return survey_lines(inputs, packer, &mut |line, look| {
-            match look {
-                true => interner.survey(line),
-                false => interner.survey_passed(line.len() as u64 + 1),
-            }
-            interner.survey_wants_more()
+            survey_line(interner, line, look)
         });
     }
     let min = interner.min();
