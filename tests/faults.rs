@@ -141,7 +141,7 @@ fn bit_flips_are_detected_or_harmless() {
         if let Ok(Some(s)) = Seekable::open(&path) {
             let k = s.frames().len() - 1;
             let mut out = Vec::new();
-            match s.frame(k).and_then(|mut r| r.read_to_end(&mut out)) {
+            match s.frame(k).read_to_end(&mut out) {
                 Err(_) => tail.errors += 1,
                 Ok(_) => {
                     let last = out[..out.len().saturating_sub(1)]

@@ -91,11 +91,7 @@ impl Seekable {
 
     /// The decompressed bytes of frame `k`, released only once its checksum has passed. Any
     /// damage is an error.
-    pub fn frame(&self, k: usize) -> io::Result<impl Read + '_> {
-        Ok(self.frame_reader(k))
-    }
-
-    fn frame_reader(&self, k: usize) -> FrameReader<Span<'_>> {
+    pub fn frame(&self, k: usize) -> FrameReader<Span<'_>> {
         let frame = self.frames[k];
         // Read at its place, not from the file's: a line running on into the next frames
         // opens them while the first is still open.
@@ -124,7 +120,7 @@ impl Seekable {
         let (lines, offset) = before.unwrap_or_default();
         let begun = self.frames[k].size.is_none() && !self.line_ends_before(k)?;
         let mut bytes = Spanning {
-            current: self.frame_reader(k),
+            current: self.frame(k),
             file: self,
             frame: k,
             next: k + 1,
@@ -154,7 +150,7 @@ impl Seekable {
         if let Some(known) = self.last_bytes.borrow()[j] {
             return Ok(known);
         }
-        let mut frame = self.frame_reader(j);
+        let mut frame = self.frame(j);
         let mut buf = vec![0u8; 64 << 10];
         let mut last = None;
         loop {
@@ -244,15 +240,15 @@ impl Read for Spanning<'_> {
             if matches!(self.last, None | Some(b'\n')) || self.next >= self.file.frames.len() {
                 return Ok(0);
             }
-            self.current = self.file.frame_reader(self.next);
+            self.current = self.file.frame(self.next);
             self.next += 1;
             self.tail = true;
         }
     }
 }
 
-/// The bytes `at..end` of a file, read at their place.
-struct Span<'a> {
+/// The bytes `at..end` of a file, read at their place (one frame's).
+pub struct Span<'a> {
     file: &'a File,
     at: u64,
     end: u64,
