@@ -307,9 +307,28 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `text` as zstd frames (no checksums), cut at `cuts` (in order).
+    fn cut_into_frames(text: &[u8], cuts: impl IntoIterator<Item = usize>) -> Vec<u8> {
+        let mut file = Vec::new();
+        let mut from = 0;
+        for to in cuts.into_iter().chain([text.len()]) {
+            file.extend(zstd::encode_all(&text[from..to], 1).unwrap());
+            from = to;
+        }
+        file
+    }
+
+    /// A temporary file of `bytes`, opened to seek.
+    fn seekable(bytes: &[u8]) -> (tempfile::TempDir, Seekable) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl.zst");
+        std::fs::write(&path, bytes).unwrap();
+        let file = Seekable::open(&path).unwrap().expect("a clean zstd file");
+        (dir, file)
+    }
+
     /// The lines of every frame of `file`, in order, each with its newline when it had one.
-    fn lines_by_frame(path: &Path) -> Vec<Vec<u8>> {
-        let mut file = Seekable::open(path).unwrap().expect("a clean zstd file");
+    fn lines_by_frame(file: &mut Seekable) -> Vec<Vec<u8>> {
         let mut all = Vec::new();
         for k in 0..file.frames().len() {
             let mut lines = file.lines(k).unwrap();
@@ -339,19 +358,9 @@ mod tests {
         let text: Vec<u8> = (0..2000)
             .flat_map(|k| format!("line {k} of a log\n").into_bytes())
             .collect();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cut.zst");
-        let frames: Vec<u8> = text
-            .chunks(1000)
-            .flat_map(|piece| zstd::encode_all(piece, 1).unwrap())
-            .collect();
-        std::fs::write(&path, frames).unwrap();
-        let mut file = Seekable::open(&path).unwrap().unwrap();
+        let (_dir, mut file) = seekable(&cut_into_frames(&text, (1000..text.len()).step_by(1000)));
         let n = file.frames().len();
-        for k in 0..n {
-            let mut lines = file.lines(k).unwrap();
-            while lines.next_line().unwrap().is_some() {}
-        }
+        lines_by_frame(&mut file);
         let decoded = Health::lock(&file.health).frames;
         assert!(decoded <= 2 * n as u64, "{decoded} decodes of {n} frames");
     }
@@ -372,16 +381,8 @@ mod tests {
             }
             let mut at: Vec<usize> = cuts.iter().map(|c| c.index(text.len() + 1)).collect();
             at.sort_unstable();
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("log.jsonl.zst");
-            let mut file = Vec::new();
-            let mut from = 0;
-            for to in at.into_iter().chain([text.len()]) {
-                file.extend(zstd::encode_all(&text[from..to], 1).unwrap());
-                from = to;
-            }
-            std::fs::write(&path, &file).unwrap();
-            prop_assert_eq!(lines_by_frame(&path), lines_of(&text));
+            let (_dir, mut file) = seekable(&cut_into_frames(&text, at));
+            prop_assert_eq!(lines_by_frame(&mut file), lines_of(&text));
         }
     }
 }
