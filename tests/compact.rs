@@ -15,6 +15,17 @@ fn compact(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// What `sess compact --apply` says on stderr, once it has succeeded.
+fn apply_warnings(dir: &Path) -> String {
+    let out = sess()
+        .args(["compact", "--apply"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// What `sess unpack` makes of a packed form.
 fn unpacked(p: &Path) -> Vec<u8> {
     stdout_ok(sess().arg("unpack").arg(p))
@@ -144,18 +155,12 @@ fn a_log_an_interrupted_run_set_aside_goes_only_when_it_is_the_one_compacted() {
     let grown = folder.join(".sess-compact-4194304-aside-1.tmp");
     fs::write(&same, &original).unwrap();
     fs::write(&grown, [&original[..], b"{\"type\":\"late\"}\n"].concat()).unwrap();
-    let out = sess()
-        .args(["compact", "--apply"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let said = apply_warnings(dir.path());
     assert!(!same.exists(), "the log as compacted is in its packed form");
     assert!(!folder.join("sess-compact-4194304-aside-0.jsonl").exists());
     assert!(!grown.exists());
     let kept = folder.join("sess-compact-4194304-aside-1.jsonl");
     assert!(fs::read(&kept).unwrap().ends_with(b"{\"type\":\"late\"}\n"));
-    let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("kept as"), "{said}");
 }
 
@@ -534,13 +539,7 @@ fn a_last_line_without_a_newline_is_told_of_once_naming_the_log() {
     text.push_str("{\"type\":\"x\",\"seq\":500}");
     fs::write(&log, &text).unwrap();
     age(&log, 30);
-    let out = sess()
-        .args(["compact", "--apply"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = apply_warnings(dir.path());
     assert_eq!(err.matches("no final newline").count(), 1, "{err}");
     assert!(err.contains("s.jsonl:501:"), "{err}");
     let packed = dir.path().join("s.jsonl.sess.zst");
