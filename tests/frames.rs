@@ -817,7 +817,8 @@ fn a_seeking_read_tells_of_frames_without_a_checksum_once() {
 fn a_seeking_read_names_lines_as_a_read_through_does() {
     let dir = tempfile::tempdir().unwrap();
     let mut text = log(3000);
-    // A torn last line (a write cut short): each reader warns, naming it.
+    // A torn last line (a write cut short): each reader warns, naming it and its place.
+    let torn_at = text.len();
     text.extend_from_slice(br#"{"type":"e","seq":3000,"te"#);
     let plain = dir.path().join("plain.jsonl");
     std::fs::write(&plain, &text).unwrap();
@@ -839,7 +840,8 @@ fn a_seeking_read_names_lines_as_a_read_through_does() {
             .arg(&z)
             .assert()
             .success()
-            .stderr(predicate::str::contains(format!("{name}:3001: ")));
+            .stderr(predicate::str::contains(format!("{name}:3001: ")))
+            .stderr(predicate::str::contains(format!("byte offset {torn_at})")));
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Seekable {
     /// The last byte of each frame read whole so far (`Some(None)`: it has none), for
     /// where the lines of the frame after it begin.
     last_bytes: RefCell<Vec<Option<Option<u8>>>>,
+    /// The lines and bytes of the frames before each, when the index says for all of them:
+    /// summed once, not at each frame read in order.
+    before: Vec<Option<(u64, u64)>>,
 }
 
 impl Seekable {
@@ -60,6 +63,7 @@ impl Seekable {
             file,
             name: path.display().to_string(),
             last_bytes: RefCell::new(vec![None; frames.len()]),
+            before: sizes_before(&frames),
             frames,
             health: Arc::default(),
         }))
@@ -114,10 +118,7 @@ impl Seekable {
     /// whole file when the index says how many lines and bytes the frames before it hold;
     /// else from the frame's start.
     pub fn lines(&mut self, k: usize) -> io::Result<LineReader<impl Read + '_>> {
-        let before = self.frames[..k]
-            .iter()
-            .try_fold((0, 0), |(l, b), f| f.size.map(|(fl, fb)| (l + fl, b + fb)));
-        let (lines, offset) = before.unwrap_or_default();
+        let (lines, offset) = self.before[k].unwrap_or_default();
         let begun = self.frames[k].size.is_none() && !self.line_ends_before(k)?;
         let mut bytes = Spanning {
             current: self.frame(k),
@@ -162,6 +163,20 @@ impl Seekable {
         self.last_bytes.borrow_mut()[j] = Some(last);
         Ok(last)
     }
+}
+
+/// The lines and bytes of the frames before each frame, `None` from the first frame whose
+/// size the index does not say.
+fn sizes_before(frames: &[FrameRef]) -> Vec<Option<(u64, u64)>> {
+    let mut sum = Some((0, 0));
+    frames
+        .iter()
+        .map(|f| {
+            let before = sum;
+            sum = sum.zip(f.size).map(|((l, b), (fl, fb))| (l + fl, b + fb));
+            before
+        })
+        .collect()
 }
 
 /// The bytes of a frame and, when its last line runs on past its end, of the frames after
