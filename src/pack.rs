@@ -383,15 +383,18 @@ struct BatchesOut {
     bytes: usize,
     batches: usize,
     /// Batches back, to be filled again: a fresh one costs its growth (copies, and page
-    /// faults as the heap grows and shrinks). The first is kept whatever it held; with
+    /// faults as the heap grows and shrinks). Every batch of small lines is kept: on the
+    /// 1 GiB DSH log, where every batch out comes back, growing all but one afresh cost
+    /// about 0.05 s of 1.27 s (five runs each, alternating), for no less memory at peak.
+    /// They are no more than the batches that can be out at once (the channel's sixteen,
+    /// and those on their way back), so their room is bounded as theirs is.
+    spares: Vec<Events>,
+    /// One batch back that held a long line (its room kept, under [`LONG_EVENT`]): with
     /// large blocks given back to the system when freed ([`crate::io::memory`]), a fresh
     /// batch for each long line was most of the page faults of the 1 GiB Codex pack, and
-    /// keeping one (6 MB more at peak on that log) took 0.1 to 0.2 s off it. More are kept
-    /// while their room stays within [`BATCHES_OUT`]: on the 1 GiB DSH log, where every
-    /// batch out comes back, growing all but one afresh cost about 0.05 s of 1.27 s
-    /// (five runs each, alternating), for no less memory at peak.
-    spares: Vec<Events>,
-    spare_room: usize,
+    /// keeping one (6 MB more at peak on that log) took 0.1 to 0.2 s off it. It is filled
+    /// first, as the next line is likely long too.
+    long_spare: Option<Events>,
 }
 
 impl BatchesOut {
@@ -413,8 +416,9 @@ impl BatchesOut {
         }
         self.bytes += batch.bytes.len();
         self.batches += 1;
-        let mut next = self.spares.pop().unwrap_or_default();
-        self.spare_room -= next.bytes.capacity();
+        let mut next = (self.long_spare.take())
+            .or_else(|| self.spares.pop())
+            .unwrap_or_default();
         next.clear();
         Some(std::mem::replace(batch, next))
     }
@@ -433,12 +437,13 @@ impl BatchesOut {
     fn take_back(&mut self, back: Events) {
         self.bytes -= back.bytes.len();
         self.batches -= 1;
-        if back.bytes.capacity() < LONG_EVENT {
-            let room = back.bytes.capacity();
-            if self.spares.is_empty() || self.spare_room + room <= BATCHES_OUT {
-                self.spare_room += room;
-                self.spares.push(back);
-            }
+        // A batch is full at BATCH bytes or EVENTS ends: one of small lines has grown to
+        // twice those at most.
+        let small = back.bytes.capacity() <= 2 * Events::BATCH;
+        if small && back.ends.capacity() <= 2 * Events::EVENTS {
+            self.spares.push(back);
+        } else if back.bytes.capacity() < LONG_EVENT {
+            self.long_spare.get_or_insert(back);
         }
     }
 }
@@ -1140,39 +1145,41 @@ mod tests {
     }
 
     #[test]
-    fn every_small_batch_back_is_filled_again_within_the_bound() {
+    fn every_batch_back_is_filled_again_and_one_of_long_lines() {
+        // Filled as the reading side fills them: past BATCH by a line, grown by doubling.
+        let filled = || {
+            let mut e = Events::default();
+            while !e.is_full() {
+                e.push(&[b'x'; 200], true);
+            }
+            e
+        };
         let (back, returned) = std::sync::mpsc::channel();
         let mut out = BatchesOut::default();
-        let n = BATCHES_OUT / Events::BATCH;
-        let hand_over = |out: &mut BatchesOut, k: usize| {
-            for _ in 0..k {
-                back.send(batch_of(Events::BATCH)).unwrap();
-            }
-            let mut fresh = 0;
-            for _ in 0..k {
-                let mut next = batch_of(Events::BATCH);
-                out.hand_over(&mut next, &returned).unwrap();
-                assert!(next.is_empty());
-                fresh += usize::from(next.bytes.capacity() == 0);
-            }
-            fresh
-        };
-        // Half the bound out: every batch back is filled again, none grows afresh.
-        assert_eq!(hand_over(&mut out, 0), 0);
-        for _ in 0..n / 2 {
-            out.hand_over(&mut batch_of(Events::BATCH), &returned)
-                .unwrap();
+        let n = BATCHES_OUT / Events::BATCH / 2;
+        for _ in 0..n {
+            out.hand_over(&mut filled(), &returned).unwrap();
         }
-        assert_eq!(hand_over(&mut out, n / 2), 0);
-        // The rooms kept are bounded: of many back at once, those past the bound are
-        // dropped.
-        for _ in 0..3 * n {
-            out.batches += 1;
-            out.bytes += Events::BATCH;
-            out.take_back(batch_of(Events::BATCH));
+        // All come back: each is filled again, none grows afresh.
+        for _ in 0..n {
+            back.send(filled()).unwrap();
         }
-        assert_eq!(out.spare_room, BATCHES_OUT);
-        assert_eq!(out.spares.len(), n);
+        for _ in 0..n {
+            let mut next = filled();
+            out.hand_over(&mut next, &returned).unwrap();
+            assert!(next.is_empty() && next.bytes.capacity() >= Events::BATCH);
+        }
+        // Of batches that held long lines, one is kept (and filled first); none that held
+        // a line of LONG_EVENT or more.
+        for len in [LONG_EVENT, 3 << 20, 4 << 20, 1000] {
+            (out.batches, out.bytes) = (out.batches + 1, out.bytes + len);
+            out.take_back(batch_of(len));
+        }
+        let mut next = filled();
+        out.hand_over(&mut next, &returned).unwrap();
+        assert_eq!(next.bytes.capacity(), 3 << 20);
+        assert!(out.long_spare.is_none());
+        assert!(out.spares.iter().all(|s| s.bytes.capacity() < 1 << 20));
     }
 
     #[test]
