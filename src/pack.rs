@@ -616,11 +616,9 @@ fn raw_survey(
             let mut at = 0;
             for &(passed, len) in &batch.lines {
                 interner.survey_passed(passed);
-                more = more && interner.survey_wants_more();
-                if more {
-                    interner.survey(&batch.bytes[at..at + len]);
-                    more = interner.survey_wants_more();
-                }
+                more = more
+                    && interner.survey_wants_more()
+                    && survey_line(interner, &batch.bytes[at..at + len], true);
                 at += len;
             }
             interner.survey_passed(batch.passed_after);
