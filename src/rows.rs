@@ -578,7 +578,8 @@ impl<'a> Cursor<'a> {
 
     /// Passes literal text whose length is known only when running.
     fn lit_slice(&mut self, s: &[u8]) -> Option<()> {
-        self.b[self.i..].starts_with(s).then(|| self.i += s.len())
+        let at = self.b.get(self.i..self.i + s.len())?;
+        short_eq(at, s).then(|| self.i += s.len())
     }
 
     /// A safe integer in plain digits, as JavaScript prints one: no sign but `-`, no
@@ -810,13 +811,23 @@ impl ChunkMember<'_> {
     fn has_key(&self, key: &[u8]) -> bool {
         let mut rest = key;
         for part in self.key_parts() {
-            match rest.strip_prefix(part).and_then(|r| r.split_first()) {
-                Some((0xff, r)) => rest = r,
+            match rest.split_at_checked(part.len()) {
+                Some((head, [0xff, r @ ..])) if short_eq(head, part) => rest = r,
                 _ => return false,
             }
         }
         rest.is_empty()
     }
+}
+
+/// Whether `a == b`, compared here rather than by a call to `memcmp`: a member's parts are
+/// mostly a digit or two. The calls for them were 5% of a DSH pack's samples, and the
+/// comparisons with them 6.3%; compared here, 3.9%.
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    // A fold, not `all`: a loop that stops at the first difference is compiled back into
+    // a call to `bcmp`.
+    a.len() == b.len() && a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 /// Packs a stream of events into rows. Feed every event in order with [`ChunkPacker::event`],
