@@ -327,6 +327,8 @@ pub fn each_line_of<E: From<Error>>(
     let mut rebuilt = Vec::new();
     let mut shift = Shift::default();
     let mut tally = Tally::new(src.check);
+    // Lines were lost since the last line handed on ([`Health::gaps`]).
+    let mut lost = false;
     // The bad lines read are told even when the input then fails.
     let mut read = || -> Result<Flow, E> {
         loop {
@@ -339,7 +341,9 @@ pub fn each_line_of<E: From<Error>>(
                 return Ok(Flow::More);
             };
             if src.skip_corrupt {
+                let skips = shift.seen;
                 let (lines, bytes) = shift.lost_before(&src.health, line.offset);
+                lost |= shift.seen > skips;
                 line.number += lines;
                 line.offset += bytes;
             }
@@ -352,10 +356,14 @@ pub fn each_line_of<E: From<Error>>(
                         );
                     }
                     Health::lock(&src.health).notices.push(e.to_string());
+                    lost = true;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             };
+            if std::mem::take(&mut lost) {
+                Health::lock(&src.health).gaps += 1;
+            }
             tally.line(&name, &line)?;
             if f(&name, line)? == Flow::Stop {
                 return Ok(Flow::Stop);

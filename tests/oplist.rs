@@ -468,3 +468,75 @@ fn hostile_records_are_errors_not_panics() {
     assert!(ok, "{err}");
     assert_eq!(out, format!("{{\"n\":{}}}\n", nest(998)).into_bytes());
 }
+
+/// A list of appends to one string, packed into small frames, the second damaged: what
+/// `--recovery skip-corrupt` recovers past the damage is a value the list really held (the
+/// string of every append up to its seq), never one built on batches lost with the frame.
+#[test]
+fn skipped_damage_never_applies_batches_across_the_gap() {
+    let truth = |seq: u64| -> String { (1..=seq).map(|i| format!("{i},")).collect() };
+    let list = |rebase_at: Option<u64>| -> String {
+        let mut text =
+            String::from("{\"seq\":0,\"tag\":\"base\",\"ops\":[[\"r\",{\"t\":\"\"}]]}\n");
+        for i in 1..200u64 {
+            text += &match rebase_at == Some(i) {
+                true => format!(
+                    "{{\"seq\":{i},\"tag\":\"base\",\"ops\":[[\"r\",{{\"t\":\"{}\"}}]]}}\n",
+                    truth(i)
+                ),
+                false => format!("{{\"seq\":{i},\"ops\":[[\"a\",[\"t\"],\"{i},\"]]}}\n"),
+            };
+        }
+        text
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for rebase_at in [None, Some(150)] {
+        let plain = list_file(dir.path(), "list.jsonl", &list(rebase_at));
+        let packed = dir.path().join("list.jsonl.zst");
+        sess()
+            .args(["pack", "-q", "-f", "--frame-size", "1024", "-o"])
+            .arg(&packed)
+            .arg(&plain)
+            .assert()
+            .success();
+        let mut z = std::fs::read(&packed).unwrap();
+        let frame = common::index_of(&z).0.entries[1];
+        z[(frame.offset + u64::from(frame.compressed) / 2) as usize] ^= 0x40;
+        std::fs::write(&packed, &z).unwrap();
+
+        let (ok, out, err) = recover(
+            &["--recovery", "skip-corrupt", "--from-start", "--states"],
+            &packed,
+        );
+        assert!(ok, "{err}");
+        let states = parse_lines(&out);
+        let seqs: Vec<u64> = states.iter().map(|s| number(s.get("seq")) as u64).collect();
+        for (state, &seq) in states.iter().zip(&seqs) {
+            let want = parse_j(format!("{{\"t\":\"{}\"}}", truth(seq)).as_bytes());
+            assert_eq!(state.get("value"), Some(&want), "seq {seq} ({rebase_at:?})");
+        }
+        // The damage lost some batches, and those after it until a base are not applied.
+        let jumps: Vec<&[u64]> = seqs.windows(2).filter(|w| w[1] != w[0] + 1).collect();
+        let last = *seqs.last().unwrap();
+        match rebase_at {
+            Some(base) => assert!(jumps.len() == 1 && jumps[0][1] == base && last == 199),
+            None => assert!(jumps.is_empty() && last < 199),
+        }
+        assert!(err.contains("were not applied"), "{err}");
+
+        let (ok, out, _) = recover(&["--recovery", "skip-corrupt", "--json"], &packed);
+        assert!(ok);
+        let report = parse_j(&out);
+        let want = parse_j(format!("{{\"t\":\"{}\"}}", truth(last)).as_bytes());
+        assert_eq!(report.get("value"), Some(&want));
+        let dropped = number(report.get("dropped_after_damage"));
+        assert_eq!(dropped > 0.0, rebase_at.is_none(), "{dropped}");
+    }
+}
+
+fn number(v: Option<&Value>) -> f64 {
+    match v {
+        Some(Value::Number(n)) => *n,
+        other => panic!("not a number: {other:?}"),
+    }
+}

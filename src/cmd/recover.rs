@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cli::{self, Damage, Global};
 use sess::delta::Op;
 use sess::delta::oplist::{self, RecoverOptions, Replayer, Tail};
+use sess::frames::reader::Health;
 use sess::input::{self, Compression, Flow, Input};
 use sess::io::{LineReader, Sink};
 use sess::value::Value;
@@ -108,6 +109,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             "first_seq": r.first_seq,
             "last_seq": r.last_seq,
             "torn_last_line": r.torn,
+            "dropped_after_damage": r.dropped,
         });
         // The value is written as recover writes it (JavaScript's spelling), not as
         // serde_json would: spliced in as the last member.
@@ -131,6 +133,8 @@ struct Replayed {
     first_seq: Option<u64>,
     last_seq: Option<u64>,
     torn: bool,
+    /// Batches not applied after lines lost to damage.
+    dropped: u64,
 }
 
 /// Where the replayed batches go.
@@ -187,18 +191,33 @@ impl Printer<'_> {
     fn stream(&mut self, input: &Input, opts: RecoverOptions, g: Global) -> Result<Replayer> {
         let mut tail = Tail::default();
         let mut torn_at = None;
-        super::each_line(
-            std::slice::from_ref(input),
-            self.args.damage.open_options(g),
-            |_, line| {
-                if line.is_torn() {
-                    torn_at = Some((line.number, line.offset, line.bytes.len()));
-                } else {
-                    tail.push(&opts, line.number, line.offset, line.bytes);
-                }
-                Ok(Flow::More)
-            },
-        )?;
+        let src = input::open(input, self.args.damage.open_options(g))?;
+        let health = src.health.clone();
+        let mut gaps = 0;
+        super::each_line_of(src, &mut |_, line| {
+            // Lines were lost just before this one (--recovery skip-corrupt).
+            let now = Health::lock(&health).gaps;
+            if now > gaps {
+                gaps = now;
+                tail.gap();
+            }
+            if line.is_torn() {
+                torn_at = Some((line.number, line.offset, line.bytes.len()));
+            } else {
+                tail.push(&opts, line.number, line.offset, line.bytes);
+            }
+            Ok(Flow::More)
+        })?;
+        if let Some(gap) = tail.dropped() {
+            let line = gap.first_dropped.unwrap_or_default();
+            eprintln!(
+                "sess: warning: {}:{line}: {} batch(es) from here on were not applied: lines \
+                 before them were lost to damage, and they build on those (each list goes on \
+                 at its next base batch)",
+                self.name, gap.dropped
+            );
+            self.replayed.dropped = gap.dropped;
+        }
         let strict = opts.strict;
         let mut replayer = Replayer::new(opts, tail.by_address()).keeping_ops(self.args.ops);
         for (number, _, bytes) in &tail.lines {

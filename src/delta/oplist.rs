@@ -461,6 +461,21 @@ pub struct Tail {
     by_address: Option<bool>,
     /// Line number, offset and bytes of each line kept.
     pub lines: Vec<(u64, u64, Vec<u8>)>,
+    /// Since lines were last lost ([`Tail::gap`]), if they were.
+    gap: Option<Gap>,
+}
+
+/// What followed lost lines. A batch after them builds on batches that may have been lost
+/// with them: applied to what came before, it gives a value that never was. So each list's
+/// batches are dropped until its next base batch.
+#[derive(Debug, Default)]
+pub struct Gap {
+    /// The raw addresses of the lists that have had a base since (`""`: no address).
+    rebased: std::collections::HashSet<Vec<u8>>,
+    /// The batches dropped (after this loss and any before it since replay began).
+    pub dropped: u64,
+    /// The line of the first one dropped.
+    pub first_dropped: Option<u64>,
 }
 
 impl Tail {
@@ -471,9 +486,35 @@ impl Tail {
         let p = peek(line);
         let by_address = *self.by_address.get_or_insert_with(|| opts.by_address(&p));
         if opts.starts_replay(&p, by_address) {
+            // One list, replayed from here: nothing lost before matters.
             self.lines.clear();
+            self.gap = None;
+        }
+        if let Some(gap) = &mut self.gap {
+            let list = p.address.unwrap_or_default().to_vec();
+            if p.base {
+                gap.rebased.insert(list);
+            } else if !gap.rebased.contains(&list) {
+                gap.dropped += 1;
+                gap.first_dropped.get_or_insert(number);
+                return;
+            }
         }
         self.lines.push((number, offset, line.to_vec()));
+    }
+
+    /// Lines were lost before the next one pushed (`--recovery skip-corrupt`).
+    pub fn gap(&mut self) {
+        let before = self.gap.take().unwrap_or_default();
+        self.gap = Some(Gap {
+            rebased: Default::default(),
+            ..before
+        });
+    }
+
+    /// The last loss, when batches after it were dropped.
+    pub fn dropped(&self) -> Option<&Gap> {
+        self.gap.as_ref().filter(|g| g.dropped > 0)
     }
 
     pub fn by_address(&self) -> bool {

@@ -72,6 +72,11 @@ pub struct Health {
     pub notices: Vec<String>,
     /// The damaged stretches skipped (`--recovery skip-corrupt`), in order.
     pub skips: Vec<Skip>,
+    /// How many times lines were handed on after lines before them were lost (a damaged
+    /// stretch skipped, or an interned line whose values were lost): counted by the line
+    /// reader just before the first line after each loss, so that a reader whose lines build
+    /// on the ones before (an op list's batches) can tell where its chain broke.
+    pub gaps: u64,
 }
 
 impl Health {
