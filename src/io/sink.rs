@@ -9,6 +9,9 @@
 //!   through: no temporary file, no rename.
 //! - A file that is also an input is refused: renaming over it would read and replace it
 //!   at once.
+//! - What was checked at the start is checked again at the rename ([`put_in_place`]): a
+//!   file created meanwhile is not replaced without `-f`, and a file a streaming writer
+//!   holds locked is never replaced.
 //!
 //! A streaming sink ([`Sink::streaming`]) writes the file where it stands, because every
 //! frame flushed must survive a crash. It takes an exclusive lock on the file, so two
@@ -80,6 +83,7 @@ enum Target {
         temp: Temp,
         /// The file the temporary file replaces (a symlink's target).
         path: PathBuf,
+        existing: Existing,
     },
     Direct(Buffered<File>),
     InPlace(InPlace),
@@ -120,6 +124,7 @@ impl Sink {
                 writer: Buffered::new(file),
                 temp,
                 path: real,
+                existing,
             },
             name,
             written: 0,
@@ -163,10 +168,16 @@ impl Sink {
         self.target = match self.target {
             Target::Stdout(w) => Target::Stdout(w.behind().at(Place::stdout(), "cannot write")?),
             Target::Direct(w) => Target::Direct(w.behind().at(place, "cannot write")?),
-            Target::Atomic { writer, temp, path } => Target::Atomic {
+            Target::Atomic {
+                writer,
+                temp,
+                path,
+                existing,
+            } => Target::Atomic {
                 writer: writer.behind().at(place, "cannot write")?,
                 temp,
                 path,
+                existing,
             },
             in_place @ Target::InPlace(_) => in_place,
         };
@@ -225,11 +236,18 @@ impl Sink {
                 .and_then(|mut out| out.flush())
                 .at(Place::stdout(), "cannot write to stdout"),
             Target::Direct(w) => w.into_inner().map(drop).at(place(), "cannot write"),
-            Target::Atomic { writer, temp, path } => {
+            Target::Atomic {
+                writer,
+                temp,
+                path,
+                existing,
+            } => {
                 let file = writer.into_inner().at(place(), "cannot write")?;
                 file.sync_all().at(place(), "cannot sync")?;
-                temp.persist(file, &path)
-                    .at(place(), "cannot put the temporary file in place")?;
+                put_in_place(temp, file, &path, existing).map_err(|message| Error::Output {
+                    path: self.name.clone(),
+                    message,
+                })?;
                 sync_dir(&path);
                 Ok(())
             }
@@ -274,6 +292,58 @@ impl Write for Sink {
 
     fn flush(&mut self) -> io::Result<()> {
         self.raw().flush().map_err(|e| self.named(e))
+    }
+}
+
+/// Renames the finished temporary file over `path`, checking again what was checked when the
+/// command began, as the name may have changed hands since: without `-f` a file that
+/// appeared meanwhile is not replaced (another command's output), and a file that a
+/// streaming writer holds locked is never replaced (its later writes would go to a file
+/// no name reaches). The lock is held through the rename, so no such writer begins on the
+/// old file in between.
+fn put_in_place(
+    temp: Temp,
+    file: File,
+    path: &Path,
+    existing: Existing,
+) -> std::result::Result<(), String> {
+    match existing {
+        Existing::Refuse => temp
+            .persist_noclobber(file, path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    "was created while this command ran; not replaced (-f replaces it)".into()
+                }
+                _ => format!("cannot put the temporary file in place: {e}"),
+            }),
+        Existing::Replace => {
+            let _held = match lock_existing(path) {
+                Ok(held) => held,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err("another process is writing this file (it holds a lock on \
+                                it); not replaced"
+                        .into());
+                }
+                Err(e) => return Err(format!("cannot lock: {e}")),
+            };
+            temp.persist(file, path)
+                .map_err(|e| format!("cannot put the temporary file in place: {e}"))
+        }
+    }
+}
+
+/// The file at `path` opened and locked as a streaming writer locks its output, or `None`
+/// when there is no file there.
+fn lock_existing(path: &Path) -> io::Result<Option<File>> {
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
+        Err(fs::TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -459,5 +529,55 @@ pub fn sync_dir(path: &Path) {
         && let Ok(d) = File::open(dir)
     {
         let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(path: &Path, existing: Existing) -> Result<()> {
+        let mut sink = Sink::open(Some(path), &[], existing)?;
+        sink.write_all(b"ours\n").unwrap();
+        sink.finish()
+    }
+
+    #[test]
+    fn without_force_a_file_made_while_writing_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut sink = Sink::open(Some(&path), &[], Existing::Refuse).unwrap();
+        sink.write_all(b"ours\n").unwrap();
+        // Another command's output takes the name meanwhile.
+        fs::write(&path, b"theirs\n").unwrap();
+        let e = sink.finish().unwrap_err().to_string();
+        assert!(e.contains("was created while this command ran"), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "a temporary file is left"
+        );
+        // Where nothing took the name, the output takes it.
+        let fresh = dir.path().join("fresh");
+        finished(&fresh, Existing::Refuse).unwrap();
+        assert_eq!(fs::read(&fresh).unwrap(), b"ours\n");
+    }
+
+    #[test]
+    fn a_file_a_streaming_writer_holds_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        fs::write(&path, b"streamed\n").unwrap();
+        // Locked as a streaming sink locks its file (a lock of its own open file).
+        let writer = File::options().append(true).open(&path).unwrap();
+        writer.try_lock().unwrap();
+        let e = finished(&path, Existing::Replace).unwrap_err().to_string();
+        assert!(e.contains("another process is writing this file"), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"streamed\n");
+        // Once it lets go, -f replaces it.
+        writer.unlock().unwrap();
+        finished(&path, Existing::Replace).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"ours\n");
     }
 }
