@@ -343,3 +343,47 @@ fn a_write_error_on_the_output_names_the_output_not_its_temporary_file() {
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
 }
+
+/// A log that looks torn is usually one being written: `repair --in-place` leaves it alone
+/// while a process holds it open for writing (renamed over, the writer's next records would
+/// go to a file no name reaches), and repairs it once the writer is gone.
+#[cfg(target_os = "linux")]
+#[test]
+fn repair_in_place_leaves_a_log_being_written_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("live.jsonl");
+    let text = b"{\"i\":1}\n{\"i\":2}\n{\"i\":";
+    std::fs::write(&log, text).unwrap();
+    let mut writer = StdCommand::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$1\"; exec sleep 30")
+        .arg("sh")
+        .arg(&log)
+        .spawn()
+        .unwrap();
+    // The child holds the log once its shell has run `exec 3>>`.
+    let pid = writer.id();
+    let real = std::fs::canonicalize(&log).unwrap();
+    let opened = (0..500).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        std::fs::read_link(format!("/proc/{pid}/fd/3")).is_ok_and(|to| to == real)
+    });
+    assert!(opened, "the writer never opened the log");
+    sess()
+        .args(["repair", "--in-place"])
+        .arg(&log)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "process {pid} has it open for writing"
+        )));
+    assert_eq!(std::fs::read(&log).unwrap(), text);
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    sess()
+        .args(["repair", "--in-place"])
+        .arg(&log)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&log).unwrap(), b"{\"i\":1}\n{\"i\":2}\n");
+}

@@ -1,7 +1,7 @@
 //! `sess repair`: salvage a damaged or torn log, keeping every complete record.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -9,6 +9,7 @@ use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{self, Compression};
 use sess::io::Sink;
 use sess::repair::{self, RepairReport};
+use sess::store::writers;
 
 const ABOUT: &str = "Salvage a damaged or torn log: keep every complete record, report the rest";
 
@@ -25,7 +26,9 @@ torn last line) are dropped and reported.\n\n\
 In both, a last line without a newline is kept, with the newline added, when it is one whole \
 JSON value, and dropped as torn when it is not.\n\n\
 The output has the layout of the input. With --in-place the file is replaced atomically \
-(a temporary file renamed over it). When nothing survives, repair fails and writes nothing: \
+(a temporary file renamed over it), unless it is still being written: when another process \
+has it open for writing, or it changes while it is repaired, repair fails and changes \
+nothing (the writer's next records would go to the replaced file). When nothing survives, repair fails and writes nothing: \
 the input stays as it was and no output file is created.";
 
 const EXAMPLES: &str = "Examples:
@@ -75,6 +78,15 @@ pub fn run(args: Args) -> Result<()> {
         }
         Some(c) => c,
     };
+    // A log still being written is not replaced (checked again before it would be).
+    let before = match args.in_place {
+        true => Some(
+            f.metadata()
+                .with_context(|| format!("{name}: cannot read"))?,
+        ),
+        false => None,
+    };
+    refuse_live(&args.file, before.as_ref())?;
     // --in-place replaces its file by definition.
     let existing = crate::cli::existing(args.force || args.in_place);
     let mut sink = Sink::open(target.as_deref(), &inputs, existing)?;
@@ -101,7 +113,27 @@ pub fn run(args: Args) -> Result<()> {
     if report.nothing_survived() {
         bail!("{name}: no complete record survived; nothing was written");
     }
+    refuse_live(&args.file, before.as_ref())?;
     Ok(sink.finish()?)
+}
+
+/// For `--in-place` (`before`: the file as it was opened): fails when the file is being
+/// written, as a log that looks torn usually is. Replaced, its writer's next records would
+/// go to the old file, which no name reaches any more.
+fn refuse_live(path: &Path, before: Option<&std::fs::Metadata>) -> Result<()> {
+    let Some(before) = before else {
+        return Ok(());
+    };
+    let name = path.display();
+    if let Some(why) =
+        writers::why_busy(path, before).with_context(|| format!("{name}: cannot read"))?
+    {
+        bail!(
+            "{name}: {why}: a log still being written is not repaired in place (its next \
+             records would be lost); stop its writer first, or repair it to another file with -o"
+        );
+    }
+    Ok(())
 }
 
 /// The report for scripts: what was kept, and each loss with its bytes and lines.

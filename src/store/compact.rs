@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::journal::{self, Journal, Op, Record};
-use super::writers::{self, Writers};
+use super::writers::{self, Writers, changed};
 use super::{Log, OWN_PREFIX};
 use crate::event::{self, LastLine};
 use crate::frames::reader::Recovery;
@@ -619,10 +619,6 @@ fn restore(log: &Path, packed: &Path, r: &Record, note: &mut String) -> Result<(
 }
 
 /// Whether a file's size or modification time differs from `before`'s.
-fn changed(now: &fs::Metadata, before: &fs::Metadata) -> io::Result<bool> {
-    Ok(now.len() != before.len() || now.modified()? != before.modified()?)
-}
-
 #[cfg(unix)]
 fn links(meta: &fs::Metadata) -> u64 {
     use std::os::unix::fs::MetadataExt;

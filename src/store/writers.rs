@@ -76,6 +76,26 @@ impl Writers {
     }
 }
 
+/// Why a file a command read must not be replaced now: it is not that file any more (a
+/// new one took its name, or it grew or was written since `before`), or another process
+/// holds it open for writing, so that what it writes next would go to a file no name
+/// reaches. `None`: nothing is seen against it.
+pub fn why_busy(path: &Path, before: &fs::Metadata) -> std::io::Result<Option<String>> {
+    let now = fs::metadata(path)?;
+    if id_of(&now) != id_of(before) || changed(&now, before)? {
+        return Ok(Some("it changed while it was read".into()));
+    }
+    let writers = Writers::scan(&canonical(&[path.to_path_buf()]));
+    Ok(writers
+        .writer_of(&now)
+        .map(|pid| format!("process {pid} has it open for writing")))
+}
+
+/// Whether a file's size or modification time differs from `before`'s.
+pub fn changed(now: &fs::Metadata, before: &fs::Metadata) -> std::io::Result<bool> {
+    Ok(now.len() != before.len() || now.modified()? != before.modified()?)
+}
+
 /// Whether an fdinfo text says the descriptor was opened for writing (O_WRONLY or O_RDWR
 /// in its octal `flags`).
 fn writes(fdinfo: &str) -> bool {
