@@ -322,6 +322,7 @@ pub fn each_line_of<E: From<Error>>(
     let name = src.name.clone();
     let bar = src.progress_bar();
     let mut lines = LineReader::new(src.reader);
+    refuse_binary_head(&mut lines, &name)?;
     // Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
     let mut interned = intern::Reader::default();
     let mut rebuilt = Vec::new();
@@ -420,6 +421,15 @@ impl Shift {
         }
         (self.lines, self.bytes)
     }
+}
+
+/// Fails on an input whose first line is binary data by its first bytes
+/// ([`crate::syntax::binary_head`]), before that line is read whole.
+pub fn refuse_binary_head<R: Read>(lines: &mut LineReader<R>, name: &str) -> Result<(), Error> {
+    let head = lines
+        .head()
+        .at(Place::file(name), "cannot read (decompressed)")?;
+    crate::syntax::binary_head(name, head).map_or(Ok(()), Err)
 }
 
 /// The line an interned line stands for (any other line as it is). A torn line is left to

@@ -674,6 +674,7 @@ fn survey_lines(
         let file = std::fs::File::open(input.path().expect("a file"))
             .at(Place::file(&name), "cannot open")?;
         let mut lines = crate::io::LineReader::new(file);
+        crate::input::refuse_binary_head(&mut lines, &name)?;
         loop {
             let offset = lines.offset();
             let line = lines

@@ -112,6 +112,20 @@ impl Tally {
     }
 }
 
+/// The error for an input whose first line holds a NUL byte within `head`, its first bytes
+/// read, when they hold no newline: that line is binary data, however long, and reading it
+/// whole to find out (a file of zeros, `/dev/zero`) would take memory without end.
+pub fn binary_head(name: &str, head: &[u8]) -> Option<Error> {
+    if memchr::memchr(b'\n', head).is_some() {
+        return None;
+    }
+    let nul = memchr::memchr(0, head)?;
+    Some(Error::invalid(
+        Place::file(name).offset(nul as u64),
+        "binary data, not a JSONL log (a NUL byte; JSON text never holds one)".to_string(),
+    ))
+}
+
 fn binary_input(name: &str, line: &Line<'_>, at: usize, why: &str) -> Error {
     let at = Place::file(name).offset(line.offset + at as u64);
     Error::invalid(at, format!("binary data, not a JSONL log ({why})"))

@@ -342,3 +342,31 @@ fn bad_lines_are_told_even_when_the_input_then_fails_and_only_by_readers_that_pa
         .success()
         .stderr("");
 }
+
+/// An input of NUL bytes with no newline (`/dev/zero`, a file of zeros) is refused by its
+/// first bytes: read whole first, its one line would take memory without end.
+#[cfg(unix)]
+#[test]
+fn a_first_line_of_nul_bytes_is_refused_before_it_is_read_whole() {
+    let mut commands: Vec<&[&str]> = READERS.to_vec();
+    commands.extend([&["pack"][..], &["verify"], &["recover"], &["diff"]]);
+    for args in commands {
+        let out = sess()
+            .args(args)
+            .arg("/dev/zero")
+            .timeout(std::time::Duration::from_secs(5))
+            .output()
+            .unwrap();
+        // verify reports on stdout, the others on stderr.
+        let said = [out.stdout, out.stderr].concat();
+        let said = String::from_utf8_lossy(&said);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains(
+                "/dev/zero: binary data, not a JSONL log (a NUL byte; JSON text never holds \
+                 one) (byte offset 0)"
+            ),
+            "{args:?}: {said}"
+        );
+    }
+}

@@ -99,6 +99,15 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// The first bytes of the input (one read's worth), for a look before any line is
+    /// taken; empty for an empty input.
+    pub fn head(&mut self) -> io::Result<&[u8]> {
+        if self.end == 0 && !self.eof {
+            self.fill()?;
+        }
+        Ok(&self.buf[self.start..self.end])
+    }
+
     /// Byte offset of the next line to be returned.
     pub fn offset(&self) -> u64 {
         self.offset
