@@ -119,6 +119,9 @@ impl Sink {
             Place::file(&name),
             "cannot create a temporary file beside it",
         )?;
+        if meta.is_none() {
+            narrow_to_inputs(&file, inputs).at(Place::file(&name), "cannot set its permissions")?;
+        }
         Ok(Sink {
             target: Target::Atomic {
                 writer: Buffered::new(file),
@@ -148,6 +151,10 @@ impl Sink {
             file: None,
             truncated: false,
             fsync,
+            inputs: match meta {
+                Some(_) => Vec::new(),
+                None => inputs.to_vec(),
+            },
         };
         // An existing file is locked now, so a second writer fails before it reads anything.
         if meta.is_some() {
@@ -347,12 +354,36 @@ fn lock_existing(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// Takes from a new output file any permission one of the inputs lacks, as zstd gives its
+/// output the input's: a log readable by its owner alone stays so once packed (logs hold
+/// what agents read and wrote, secrets included). Never adds one.
+fn narrow_to_inputs(file: &File, inputs: &[PathBuf]) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata()?.permissions().mode() & 0o7777;
+        let allowed = inputs
+            .iter()
+            .filter_map(|i| fs::metadata(i).ok())
+            .filter(fs::Metadata::is_file)
+            .fold(0o7777, |m, meta| m & meta.permissions().mode());
+        if mode & allowed != mode {
+            file.set_permissions(fs::Permissions::from_mode(mode & allowed))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, inputs);
+    Ok(())
+}
+
 /// A file written where it stands, created, locked and truncated at the first write.
 struct InPlace {
     path: PathBuf,
     file: Option<File>,
     truncated: bool,
     fsync: bool,
+    /// The inputs whose permissions a file created here may not exceed.
+    inputs: Vec<PathBuf>,
 }
 
 impl InPlace {
@@ -377,6 +408,7 @@ impl InPlace {
             }
             Err(fs::TryLockError::Error(e)) => return Err(e),
         }
+        narrow_to_inputs(&f, &std::mem::take(&mut self.inputs))?;
         self.file = Some(f);
         Ok(())
     }
@@ -562,6 +594,44 @@ mod tests {
         let fresh = dir.path().join("fresh");
         finished(&fresh, Existing::Refuse).unwrap();
         assert_eq!(fs::read(&fresh).unwrap(), b"ours\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_output_has_no_permission_its_inputs_lack() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("private.jsonl");
+        fs::write(&private, b"{}\n").unwrap();
+        fs::set_permissions(&private, fs::Permissions::from_mode(0o600)).unwrap();
+        let open = dir.path().join("open.jsonl");
+        fs::write(&open, b"{}\n").unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o644)).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for (streaming, out) in [(false, "a.zst"), (true, "b.zst")] {
+            let out = dir.path().join(out);
+            let inputs = [open.clone(), private.clone()];
+            let mut sink = match streaming {
+                false => Sink::open(Some(&out), &inputs, Existing::Refuse).unwrap(),
+                true => Sink::streaming(Some(&out), &inputs, Existing::Refuse, false).unwrap(),
+            };
+            sink.write_all(b"ours\n").unwrap();
+            sink.finish().unwrap();
+            assert_eq!(mode(&out), 0o600, "streaming: {streaming}");
+        }
+        // A file replaced keeps its own.
+        let kept = dir.path().join("kept.zst");
+        fs::write(&kept, b"old\n").unwrap();
+        fs::set_permissions(&kept, fs::Permissions::from_mode(0o640)).unwrap();
+        let mut sink = Sink::open(
+            Some(&kept),
+            std::slice::from_ref(&private),
+            Existing::Replace,
+        )
+        .unwrap();
+        sink.write_all(b"ours\n").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(mode(&kept), 0o640);
     }
 
     #[test]
