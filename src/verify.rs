@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::error::{IoContext, Place, Result};
 use crate::frames::audit::{self, Audit};
+use crate::frames::index::SKIPPABLE_MAGIC;
 use crate::frames::walk;
 use crate::input;
 use crate::io::{Ending, Line};
@@ -136,6 +137,19 @@ pub fn container(path: &Path) -> Result<Container> {
         Audit::NoIndex => {
             let len = f.metadata().at(at(), "cannot read")?.len();
             let (spans, _) = walk::walk(&mut f, 0, len).at(at(), "cannot read")?;
+            // The file ends with sess's index frame, but it did not read from the end.
+            if let Some(last) = spans.last()
+                && last.kind
+                    == (walk::Kind::Skippable {
+                        magic: SKIPPABLE_MAGIC,
+                    })
+            {
+                return Ok(Container::Checked(vec![format!(
+                    "{name}: the frame index at byte {} is damaged (its trailer does not \
+                     read); the frames are checked one by one instead",
+                    last.offset
+                )]));
+            }
             let frames = spans
                 .iter()
                 .filter(|s| matches!(s.kind, walk::Kind::Zstd { .. }))

@@ -1171,6 +1171,41 @@ fn verify_warns_of_a_file_of_frames_without_its_index() {
         .stderr(predicate::str::contains("zstd frames and no frame index"));
 }
 
+/// The index's trailer (the last 12 bytes: its length and magic) damaged so that the index
+/// no longer reads from the end: that is a problem verify names, not a file without one.
+#[test]
+fn verify_names_an_index_whose_trailer_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, _) = packed_file(dir.path(), 3000, 4096);
+    let bytes = std::fs::read(&z).unwrap();
+    let (_, at) = common::index_of(&bytes);
+    let end = bytes.len();
+    let flipped = {
+        let mut b = bytes.clone();
+        b[end - 1] ^= 0x04;
+        b
+    };
+    let zeroed = {
+        let mut b = bytes.clone();
+        b[end - 12..].fill(0);
+        b
+    };
+    for damaged in [flipped, zeroed] {
+        std::fs::write(&z, &damaged).unwrap();
+        sess()
+            .arg("verify")
+            .arg(&z)
+            .assert()
+            .failure()
+            .stdout(predicate::str::contains(format!(
+                "the frame index at byte {at} is damaged"
+            )))
+            .stdout(predicate::str::contains("3000 lines"));
+        // Its lines read as ever.
+        sess().arg("cat").arg(&z).assert().success();
+    }
+}
+
 #[test]
 fn pack_writes_the_same_bytes_on_one_thread_and_two() {
     let dir = tempfile::tempdir().unwrap();
