@@ -498,7 +498,7 @@ impl<R: io::BufRead> GzMembers<R> {
 impl<R: io::BufRead> Read for GzMembers<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while let Some(member) = &mut self.member {
-            let n = member.read(buf)?;
+            let n = member.read(buf).map_err(damaged_member)?;
             if n > 0 || buf.is_empty() {
                 return Ok(n);
             }
@@ -514,6 +514,20 @@ impl<R: io::BufRead> Read for GzMembers<R> {
         }
         Ok(0)
     }
+}
+
+/// A gzip member's error, saying what it means for the lines already read: deflate has no
+/// checksum of its own, and a member's crc32 is checked only at its end, so a bit flipped
+/// inside it gives wrong bytes until then.
+fn damaged_member(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "a damaged gzip member ({e}); gzip checks a member only at its end, so lines read \
+             from it before this error may be wrong ('sess verify' or 'gzip -t' checks a file \
+             first)"
+        ),
+    )
 }
 
 /// Reads what follows the last gzip member: zeros (padding) are fine; anything else could
