@@ -452,6 +452,12 @@ pub fn rebuild<'a>(
     Ok(Line { bytes: buf, ..line })
 }
 
+/// Whether stdin is a regular file (`< file`), which `sess pack` packs as a file, not as a
+/// stream.
+pub fn stdin_is_file() -> bool {
+    std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file())
+}
+
 /// The read buffers of a gzip input. A plain one has none: its lines are read straight
 /// into the line reader's buffer, whose reads (a little under its size, after each move
 /// of a partial line) a buffer of this size in between copied once more each (`sess cat`

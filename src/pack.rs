@@ -449,14 +449,14 @@ impl BatchesOut {
 }
 
 /// The input as it came, while it fits in one frame: unpacked, it is the same log.
-struct Same {
+pub struct Same {
     kept: Option<Vec<u8>>,
     frame_size: usize,
     inputs: usize,
 }
 
 impl Same {
-    fn new(frame_size: usize, inputs: usize) -> Same {
+    pub fn new(frame_size: usize, inputs: usize) -> Same {
         Same {
             kept: Some(Vec::new()),
             frame_size,
@@ -464,7 +464,7 @@ impl Same {
         }
     }
 
-    fn event(&mut self, ev: &event::Event<'_>) {
+    pub fn event(&mut self, ev: &event::Event<'_>) {
         let Some(s) = &mut self.kept else { return };
         if !ev.starts_line() {
             return;
@@ -485,6 +485,11 @@ impl Same {
         if newline {
             s.push(b'\n');
         }
+    }
+
+    /// The input as it came, if it fit in one frame.
+    pub fn kept(self) -> Option<Vec<u8>> {
+        self.kept
     }
 }
 
@@ -902,14 +907,21 @@ impl Estimate {
         })
     }
 
-    /// The input ended: the last frame is cut, and the figures are final.
-    pub fn finish(self) -> io::Result<Estimated> {
+    /// The input ended: the last frame is cut, and the figures are final. `same`: the
+    /// input as it came, when it fit in one frame ([`Same`]).
+    pub fn finish(self, same: Option<Vec<u8>>) -> io::Result<Estimated> {
         let (_, referenced) = self.frames.counts();
         let mut s = self.frames.finish()?;
-        // A log of one frame is also compressed at a stronger level, as the packer does
-        // (with its checksum, as the frame writer writes it).
+        // A log of one frame is also compressed at a stronger level, and so is the input as
+        // it came, as the frame writer does; the smallest is written (with its checksum).
+        let strong = |bytes: &[u8]| -> io::Result<u64> {
+            Ok(zstd::bulk::compress(bytes, ONLY_FRAME_LEVEL)?.len() as u64 + 4)
+        };
         let strong = match s.frames {
-            0 => Some(zstd::bulk::compress(&s.pending, ONLY_FRAME_LEVEL)?.len() as u64 + 4),
+            0 => Some(match same.filter(|b| !b.is_empty()) {
+                Some(same) => strong(&s.pending)?.min(strong(&same)?),
+                None => strong(&s.pending)?,
+            }),
             _ => None,
         };
         if !s.pending.is_empty() {
@@ -1442,7 +1454,7 @@ mod tests {
         estimate.write_all(&log).unwrap();
         out.writer().write_all(&log).unwrap();
         let real = out.finish().unwrap().len() as f64;
-        let e = estimate.finish().unwrap();
+        let e = estimate.finish(None).unwrap();
         assert_eq!(e.plain, log.len() as u64);
         assert!(e.referenced > log.len() as u64 * 9 / 10, "{e:?}");
         assert!(e.frames > 8, "{e:?}");

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::filter::{Filter, FilterOptions};
 use crate::io::Line;
-use crate::pack::{Estimate, Estimated, Events, Packer};
+use crate::pack::{Estimate, Estimated, Events, Packer, Same};
 use crate::profile::detect::{Detected, Detector};
 use crate::profile::{Choice, Chooser, Overrides, registry};
 
@@ -62,6 +62,9 @@ pub struct Stats {
     /// Logical events (packed rows expanded) and their bytes.
     events: Tally,
     pack: PackSide,
+    /// The input as it came, while it fits in one frame: `sess pack` writes it instead
+    /// when it compresses smaller (not of a stream, whose frames it writes as they come).
+    same: Option<Same>,
     filter: Filter,
     filtered: ByteCount,
     /// The first value found at one of the profile's version paths.
@@ -200,6 +203,7 @@ impl Stats {
             kinds,
             events: Tally::default(),
             pack: PackSide::Here(Box::new(Simulation::new(path, accuracy))),
+            same: Some(Same::new(crate::frames::writer::DEFAULT_FRAME_SIZE, 1)),
             filter,
             filtered: ByteCount::default(),
             version: None,
@@ -215,11 +219,21 @@ impl Stats {
         self.events
             .add(ev.bytes.len() as u64 + u64::from(ev.newline));
         self.pack.event(ev.bytes, ev.newline);
+        if let Some(same) = &mut self.same {
+            same.event(ev);
+        }
         // `sess filter` reads a last line without its newline as a record (the newline
         // added) or drops it as torn. Writing to a counter cannot fail.
         if !ev.line.is_torn() {
             let _ = self.filter.event(ev.bytes, true, &mut self.filtered);
         }
+    }
+
+    /// Counts what `sess pack` writes of the input as a stream (from a pipe): its frames
+    /// as they come, never the input as it came.
+    pub fn streamed(mut self) -> Stats {
+        self.same = None;
+        self
     }
 
     /// Runs what `sess pack` would write on a thread of its own: the tallies and the
@@ -295,7 +309,7 @@ impl Stats {
     pub fn report(mut self) -> FileReport {
         let _ = self.filter.end_input(&mut self.filtered);
         let detected = self.detected();
-        let estimated = self.pack.finish();
+        let estimated = self.pack.finish(self.same.and_then(Same::kept));
         let profile = detected
             .profile
             .clone()
@@ -374,10 +388,10 @@ impl Simulation {
         let _ = self.packer.event(bytes, newline, &mut self.packed);
     }
 
-    fn finish(mut self) -> Estimated {
+    fn finish(mut self, same: Option<Vec<u8>>) -> Estimated {
         let _ = self.packer.end_input(&mut self.packed);
         // Counters and a compressor in memory (and the interner's temporary file).
-        self.packed.finish().unwrap_or_default()
+        self.packed.finish(same).unwrap_or_default()
     }
 }
 
@@ -405,16 +419,16 @@ impl PackSide {
         }
     }
 
-    fn finish(self) -> Estimated {
+    fn finish(self, same: Option<Vec<u8>>) -> Estimated {
         match self {
-            PackSide::Here(sim) => sim.finish(),
+            PackSide::Here(sim) => sim.finish(same),
             PackSide::Thread { batch, tx, handle } => {
                 if !batch.is_empty() {
                     let _ = tx.send(batch);
                 }
                 drop(tx);
                 match handle.join() {
-                    Ok(sim) => sim.finish(),
+                    Ok(sim) => sim.finish(same),
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }

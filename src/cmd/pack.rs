@@ -119,8 +119,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     // Its threads pass long lines around: what they free must not stay theirs.
     sess::io::memory::return_large_frees();
     let inputs = args.io.inputs();
-    let streaming =
-        inputs.contains(&Input::Stdin) && !io::stdin().is_terminal() && !stdin_is_file();
+    let streaming = inputs.contains(&Input::Stdin)
+        && !io::stdin().is_terminal()
+        && !sess::input::stdin_is_file();
     let paths = Input::paths(&inputs);
     // A stream's frames must survive a crash as they are written, so its output file is
     // written in place; anything else goes through a temporary file and a rename.
@@ -200,10 +201,6 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn stdin_is_file() -> bool {
-    std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file())
 }
 
 /// The reading side of [`pack_stream`]: sends the events of `inputs` in batches, each as

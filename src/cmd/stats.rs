@@ -129,6 +129,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut files = Vec::new();
     for input in &inputs {
         let mut stats = Stats::new(&input.name(), input.path(), args.accuracy());
+        // As `sess pack` tells a stream.
+        if input.path().is_none() && !sess::input::stdin_is_file() {
+            stats = stats.streamed();
+        }
         if args.io.threads > 1 {
             stats = stats.pack_on_a_thread();
         }
