@@ -19,6 +19,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+use crate::frames::audit;
 use crate::frames::decode::{self, LineStats, Outcome};
 use crate::frames::index::{Entry, Index};
 use crate::frames::reader::is_cut_end;
@@ -379,6 +380,19 @@ impl Salvager<'_> {
         };
         if why.is_some() {
             return Ok(why);
+        }
+        // A frame sess wrote has a content checksum: one the index lists that has none had
+        // its header damaged (the flag cleared, its last 4 bytes, the checksum, left after
+        // it), when its bytes are no longer the ones listed.
+        let listed_len = listed.map_or(0, |e| u64::from(e.compressed));
+        if let Some(e) = listed.filter(|_| {
+            span.kind == (Kind::Zstd { checksum: false })
+                && (span.len..=span.len + 4).contains(&listed_len)
+        }) && audit::crc32_of(&mut *self.f, span.offset, listed_len)? != e.crc32
+        {
+            return Ok(Some(
+                "it has no content checksum, and its bytes do not match the index's crc32".into(),
+            ));
         }
         self.report.frames_kept += 1;
         self.report.unchecked_frames +=

@@ -1171,6 +1171,56 @@ fn verify_warns_of_a_file_of_frames_without_its_index() {
         .stderr(predicate::str::contains("zstd frames and no frame index"));
 }
 
+/// A frame whose header lost its checksum flag decodes, with nothing to vouch for its bytes
+/// (and its checksum left as 4 stray bytes after it). The index's crc32 says it is damaged:
+/// repair drops it as such, and what it writes verifies.
+#[test]
+fn repair_drops_a_frame_whose_checksum_flag_was_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    // No seq: verify would also name the gap the lost frame leaves in it.
+    let data: Vec<u8> = (0..3000)
+        .flat_map(|i| format!("{{\"type\":\"e\",\"i\":{i}}}\n").into_bytes())
+        .collect();
+    let plain = dir.path().join("plain.jsonl");
+    std::fs::write(&plain, &data).unwrap();
+    let z = dir.path().join("log.jsonl.zst");
+    sess()
+        .args(["pack", "--frame-size", "4096", "-o"])
+        .arg(&z)
+        .arg(&plain)
+        .assert()
+        .success();
+    let mut bytes = std::fs::read(&z).unwrap();
+    let (index, _) = common::index_of(&bytes);
+    let frame = index.entries[1];
+    // The frame header descriptor's Content_Checksum_flag (RFC 8878 3.1.1.1.1).
+    bytes[frame.offset as usize + 4] &= !0x04;
+    std::fs::write(&z, &bytes).unwrap();
+    let fixed = dir.path().join("fixed.zst");
+    sess()
+        .arg("repair")
+        .arg(&z)
+        .arg("-o")
+        .arg(&fixed)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "it has no content checksum, and its bytes do not match the index's crc32",
+        ));
+    sess().arg("verify").arg(&fixed).assert().success();
+    // Every line but the lost frame's, in order.
+    let first = index.entries[0].lines as usize;
+    let lost = frame.lines as usize;
+    let want: Vec<&[u8]> = data
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(k, _)| !(first..first + lost).contains(k))
+        .map(|(_, l)| l)
+        .collect();
+    let got = stdout_ok(sess().arg("unpack").arg(&fixed));
+    assert_eq!(got, want.concat());
+}
+
 /// The index's trailer (the last 12 bytes: its length and magic) damaged so that the index
 /// no longer reads from the end: that is a problem verify names, not a file without one.
 #[test]

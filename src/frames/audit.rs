@@ -74,7 +74,8 @@ pub fn audit<F: Read + Seek>(f: &mut F) -> io::Result<Audit> {
     })
 }
 
-fn crc32_of<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<u32> {
+/// The crc32 of the `len` bytes of `f` at `at`.
+pub fn crc32_of<F: Read + Seek>(f: &mut F, at: u64, len: u64) -> io::Result<u32> {
     f.seek(SeekFrom::Start(at))?;
     let mut crc = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 64 * 1024];
