@@ -177,9 +177,10 @@ pub fn salvage_zstd<W: Write>(f: &mut File, out: &mut FrameWriter<W>) -> io::Res
                     len
                 }
             },
+            // A frame whose magic is damaged is garbage at a place the index may list.
             Err(End::Garbage { offset, why }) => {
                 let next = next_good_frame(s.f, offset + 1, len)?.unwrap_or(len);
-                s.lose_bytes(offset, next, None, why);
+                s.lose_bytes(offset, next, lines_between(offset, next), why);
                 next
             }
             Err(End::Clean) => unreachable!("frame_at never reports a clean end"),

@@ -1221,6 +1221,40 @@ fn repair_drops_a_frame_whose_checksum_flag_was_cleared() {
     assert_eq!(got, want.concat());
 }
 
+/// A frame whose magic is damaged is no frame at all, but the index still says where it
+/// was and how many lines it held: repair names them, as verify does.
+#[test]
+fn repair_names_the_lines_of_a_frame_whose_magic_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, _) = packed_file(dir.path(), 3000, 4096);
+    let mut bytes = std::fs::read(&z).unwrap();
+    let (index, _) = common::index_of(&bytes);
+    let frame = index.entries[1];
+    bytes[frame.offset as usize] ^= 0x01;
+    std::fs::write(&z, &bytes).unwrap();
+    let first = u64::from(index.entries[0].lines) + 1;
+    let lost = format!(
+        "lines {first}..{} of the original",
+        first + u64::from(frame.lines) - 1
+    );
+    sess()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .failure()
+        .stdout(predicate::str::contains(&lost));
+    sess()
+        .arg("repair")
+        .arg(&z)
+        .arg("-o")
+        .arg(dir.path().join("fixed.zst"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "(no zstd frame magic): {lost}"
+        )));
+}
+
 /// The index's trailer (the last 12 bytes: its length and magic) damaged so that the index
 /// no longer reads from the end: that is a problem verify names, not a file without one.
 #[test]
