@@ -290,11 +290,16 @@ fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) ->
         .collect();
     let mut session_names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (s, log) in logs.iter().zip(&found.logs) {
+        // A log that could not be read is listed, and left out of every figure: what it
+        // would pack to is not known.
         if let Some(e) = &s.error {
-            errors.push(ErrorRow {
-                file: log.path.display().to_string(),
-                message: e.clone(),
-            });
+            let file = log.path.display().to_string();
+            let message = e
+                .strip_prefix(&format!("{file}: "))
+                .unwrap_or(e)
+                .to_string();
+            errors.push(ErrorRow { file, message });
+            continue;
         }
         let p = producers.entry(s.producer.clone()).or_default();
         p.producer = s.producer.clone();
@@ -364,8 +369,12 @@ fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) ->
     StoreReport {
         schema: SCHEMA,
         roots: roots.iter().map(|r| r.display().to_string()).collect(),
-        logs: logs.len() as u64,
-        bytes: logs.iter().map(|s| s.size).sum(),
+        logs: logs.iter().filter(|s| s.error.is_none()).count() as u64,
+        bytes: logs
+            .iter()
+            .filter(|s| s.error.is_none())
+            .map(|s| s.size)
+            .sum(),
         other_files: found.other_files,
         other_bytes: found.other_bytes,
         sessions_total,
@@ -416,7 +425,11 @@ impl StoreReport {
         if !self.errors.is_empty() {
             let _ = writeln!(out, "\n{} could not be read:", self.errors.len());
             for e in &self.errors {
-                let _ = writeln!(out, "  {} {}", e.file, e.message);
+                match e.file.as_str() {
+                    "" => writeln!(out, "  {}", e.message),
+                    file => writeln!(out, "  {file}: {}", e.message),
+                }
+                .ok();
             }
         }
         out
