@@ -674,8 +674,13 @@ fn packed_file(
     frame_size: usize,
 ) -> (std::path::PathBuf, Vec<u8>) {
     let data = log(lines);
+    (packed(dir, &data, frame_size), data)
+}
+
+/// `data` packed by `sess pack` into frames of `frame_size`, as `dir`/log.jsonl.zst.
+fn packed(dir: &std::path::Path, data: &[u8], frame_size: usize) -> std::path::PathBuf {
     let plain = dir.join("plain.jsonl");
-    std::fs::write(&plain, &data).unwrap();
+    std::fs::write(&plain, data).unwrap();
     let z = dir.join("log.jsonl.zst");
     sess()
         .args(["pack", "--frame-size", &frame_size.to_string(), "-o"])
@@ -683,7 +688,7 @@ fn packed_file(
         .arg(&plain)
         .assert()
         .success();
-    (z, data)
+    z
 }
 
 #[test]
@@ -820,15 +825,7 @@ fn a_seeking_read_names_lines_as_a_read_through_does() {
     // A torn last line (a write cut short): each reader warns, naming it and its place.
     let torn_at = text.len();
     text.extend_from_slice(br#"{"type":"e","seq":3000,"te"#);
-    let plain = dir.path().join("plain.jsonl");
-    std::fs::write(&plain, &text).unwrap();
-    let z = dir.path().join("log.jsonl.zst");
-    sess()
-        .args(["pack", "--frame-size", "4096", "-o"])
-        .arg(&z)
-        .arg(&plain)
-        .assert()
-        .success();
+    let z = packed(dir.path(), &text, 4096);
     let name = z.display().to_string();
     for args in [
         &["cat"][..],
@@ -1181,15 +1178,7 @@ fn repair_drops_a_frame_whose_checksum_flag_was_cleared() {
     let data: Vec<u8> = (0..3000)
         .flat_map(|i| format!("{{\"type\":\"e\",\"i\":{i}}}\n").into_bytes())
         .collect();
-    let plain = dir.path().join("plain.jsonl");
-    std::fs::write(&plain, &data).unwrap();
-    let z = dir.path().join("log.jsonl.zst");
-    sess()
-        .args(["pack", "--frame-size", "4096", "-o"])
-        .arg(&z)
-        .arg(&plain)
-        .assert()
-        .success();
+    let z = packed(dir.path(), &data, 4096);
     let mut bytes = std::fs::read(&z).unwrap();
     let (index, _) = common::index_of(&bytes);
     let frame = index.entries[1];
