@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{IoContext, Place, Result};
 use crate::frames::audit::{self, Audit};
-use crate::frames::index::SKIPPABLE_MAGIC;
+use crate::frames::index::{INDEX_MAGIC, SKIPPABLE_MAGIC};
 use crate::frames::walk;
 use crate::input;
 use crate::io::{Ending, Line};
@@ -137,12 +137,14 @@ pub fn container(path: &Path) -> Result<Container> {
         Audit::NoIndex => {
             let len = f.metadata().at(at(), "cannot read")?.len();
             let (spans, _) = walk::walk(&mut f, 0, len).at(at(), "cannot read")?;
-            // The file ends with sess's index frame, but it did not read from the end.
+            // The file ends with sess's index frame, but it did not read from the end. (Its
+            // magic is zstd's seekable format's too: sess's index begins with its own.)
             if let Some(last) = spans.last()
                 && last.kind
                     == (walk::Kind::Skippable {
                         magic: SKIPPABLE_MAGIC,
                     })
+                && begins_sess_index(&mut f, last.offset).at(at(), "cannot read")?
             {
                 return Ok(Container::Checked(vec![format!(
                     "{name}: the frame index at byte {} is damaged (its trailer does not \
@@ -164,6 +166,19 @@ pub fn container(path: &Path) -> Result<Container> {
             }
         }
     })
+}
+
+/// Whether the skippable frame at `offset` holds sess's index: its payload begins with
+/// [`INDEX_MAGIC`].
+fn begins_sess_index(f: &mut File, offset: u64) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut head = [0u8; 8 + INDEX_MAGIC.len()];
+    f.seek(SeekFrom::Start(offset))?;
+    match f.read_exact(&mut head) {
+        Ok(()) => Ok(&head[8..] == INDEX_MAGIC),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The problem of an input that holds zstd frames without a content checksum.
