@@ -155,6 +155,7 @@ impl Sink {
                 Some(_) => Vec::new(),
                 None => inputs.to_vec(),
             },
+            new_only: meta.is_none() && existing == Existing::Refuse,
         };
         // An existing file is locked now, so a second writer fails before it reads anything.
         if meta.is_some() {
@@ -324,39 +325,45 @@ fn put_in_place(
                 _ => format!("cannot put the temporary file in place: {e}"),
             }),
         Existing::Replace => {
-            let _held = match lock_existing(path) {
-                Ok(held) => held,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return Err("another process is writing this file (it holds a lock on \
-                                it); not replaced"
-                        .into());
-                }
-                Err(e) => return Err(format!("cannot lock: {e}")),
-            };
+            let _held = lock_existing(path).map_err(|e| format!("{e}; not replaced"))?;
             temp.persist(file, path)
                 .map_err(|e| format!("cannot put the temporary file in place: {e}"))
         }
     }
 }
 
-/// The file at `path` opened and locked as a streaming writer locks its output, or `None`
-/// when there is no file there.
+/// The file at `path` opened and locked as a streaming writer locks its output. `None` when
+/// there is no file there, or its lock cannot be tried at all (it cannot be opened, or its
+/// file system has no locks): then it is replaced as it was before the lock was looked at.
+/// Opened for reading, else for writing (over NFS a lock needs a file open for writing).
 fn lock_existing(path: &Path) -> io::Result<Option<File>> {
-    let f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    for write in [false, true] {
+        let Ok(f) = fs::OpenOptions::new().read(!write).write(write).open(path) else {
+            continue;
+        };
+        if try_lock(&f)? {
+            return Ok(Some(f));
+        }
+    }
+    Ok(None)
+}
+
+/// Takes the exclusive lock a streaming writer holds on its output: true once taken, false
+/// when it cannot be tried, an error when another process holds it.
+fn try_lock(f: &File) -> io::Result<bool> {
     match f.try_lock() {
-        Ok(()) => Ok(Some(f)),
-        Err(fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
-        Err(fs::TryLockError::Error(e)) => Err(e),
+        Ok(()) => Ok(true),
+        Err(fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another process is writing this file (it holds a lock on it)",
+        )),
+        Err(fs::TryLockError::Error(_)) => Ok(false),
     }
 }
 
-/// Takes from a new output file any permission one of the inputs lacks, as zstd gives its
-/// output the input's: a log readable by its owner alone stays so once packed (logs hold
-/// what agents read and wrote, secrets included). Never adds one.
+/// Takes from a new output file any permission for group or others that one of the inputs
+/// lacks, as zstd gives its output the input's mode: a log readable by its owner alone stays
+/// so once packed (logs hold what agents read and wrote, secrets included). Never adds one.
 fn narrow_to_inputs(file: &File, inputs: &[PathBuf]) -> io::Result<()> {
     #[cfg(unix)]
     {
@@ -366,7 +373,9 @@ fn narrow_to_inputs(file: &File, inputs: &[PathBuf]) -> io::Result<()> {
             .iter()
             .filter_map(|i| fs::metadata(i).ok())
             .filter(fs::Metadata::is_file)
-            .fold(0o7777, |m, meta| m & meta.permissions().mode());
+            // The owner's bits are the owner's: a read-only input is no reason for a
+            // read-only output.
+            .fold(0o7777, |m, meta| m & (meta.permissions().mode() | 0o700));
         if mode & allowed != mode {
             file.set_permissions(fs::Permissions::from_mode(mode & allowed))?;
         }
@@ -384,6 +393,8 @@ struct InPlace {
     fsync: bool,
     /// The inputs whose permissions a file created here may not exceed.
     inputs: Vec<PathBuf>,
+    /// The file was not there at the start, and may not be replaced (no `-f`).
+    new_only: bool,
 }
 
 impl InPlace {
@@ -392,22 +403,22 @@ impl InPlace {
         if self.file.is_some() {
             return Ok(());
         }
+        // Without -f, a file that was not there at the start is created here or not at all.
         let f = fs::OpenOptions::new()
             .write(true)
-            .create(true)
+            .create(!self.new_only)
+            .create_new(self.new_only)
             .truncate(false)
-            .open(&self.path)?;
-        match f.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    "another process is writing this file (it holds a lock on it); choose \
-                     another output",
-                ));
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(e),
-        }
+            .open(&self.path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => io::Error::new(
+                    e.kind(),
+                    "was created while this command ran; not replaced (-f replaces it)",
+                ),
+                _ => e,
+            })?;
+        try_lock(&f)
+            .map_err(|e| io::Error::new(e.kind(), format!("{e}; choose another output")))?;
         narrow_to_inputs(&f, &std::mem::take(&mut self.inputs))?;
         self.file = Some(f);
         Ok(())
@@ -619,6 +630,15 @@ mod tests {
             sink.finish().unwrap();
             assert_eq!(mode(&out), 0o600, "streaming: {streaming}");
         }
+        // The owner's bits are not narrowed: a read-only input gives a writable output.
+        let read_only = dir.path().join("read-only.jsonl");
+        fs::write(&read_only, b"{}\n").unwrap();
+        fs::set_permissions(&read_only, fs::Permissions::from_mode(0o444)).unwrap();
+        let out = dir.path().join("c.zst");
+        let mut sink = Sink::open(Some(&out), &[read_only], Existing::Refuse).unwrap();
+        sink.write_all(b"ours\n").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(mode(&out) & 0o600, 0o600);
         // A file replaced keeps its own.
         let kept = dir.path().join("kept.zst");
         fs::write(&kept, b"old\n").unwrap();
@@ -632,6 +652,19 @@ mod tests {
         sink.write_all(b"ours\n").unwrap();
         sink.finish().unwrap();
         assert_eq!(mode(&kept), 0o640);
+    }
+
+    #[test]
+    fn without_force_a_stream_does_not_replace_a_file_made_before_its_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut sink = Sink::streaming(Some(&path), &[], Existing::Refuse, false).unwrap();
+        fs::write(&path, b"theirs\n").unwrap();
+        // In place, its first bytes go straight to the file.
+        let written = sink.write_all(b"ours\n").and_then(|()| sink.flush());
+        let e = written.unwrap_err().to_string();
+        assert!(e.contains("was created while this command ran"), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
     }
 
     #[test]
