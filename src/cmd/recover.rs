@@ -150,6 +150,8 @@ impl Printer<'_> {
     fn plain_file(&mut self, p: &std::path::Path, opts: RecoverOptions) -> Result<Replayer> {
         let name = self.name.clone();
         let mut file = File::open(p).with_context(|| format!("{name}: cannot open"))?;
+        // As every reader of lines does: a first line of NUL bytes is never read whole.
+        sess::input::refuse_binary_head(&mut LineReader::new(&mut file), &name)?;
         let start =
             oplist::find_start(&mut file, &opts).with_context(|| format!("{name}: cannot read"))?;
         file.seek(SeekFrom::Start(start.offset))?;
