@@ -531,6 +531,18 @@ fn skipped_damage_never_applies_batches_across_the_gap() {
         assert_eq!(report.get("value"), Some(&want));
         let dropped = number(report.get("dropped_after_damage"));
         assert_eq!(dropped > 0.0, rebase_at.is_none(), "{dropped}");
+
+        // Batches past --at are not applied anyway: none is said to be dropped.
+        let (ok, out, err) = recover(
+            &["--recovery", "skip-corrupt", "--json", "--at", "5"],
+            &packed,
+        );
+        assert!(ok, "{err}");
+        let report = parse_j(&out);
+        let want = parse_j(format!("{{\"t\":\"{}\"}}", truth(5)).as_bytes());
+        assert_eq!(report.get("value"), Some(&want));
+        assert_eq!(number(report.get("dropped_after_damage")), 0.0);
+        assert!(!err.contains("were not applied"), "{err}");
     }
 }
 

@@ -393,6 +393,11 @@ impl RecoverOptions {
         }
     }
 
+    /// Whether the record is one replay would apply: of the chosen list, and not past `at`.
+    pub fn applies(&self, p: &Peek<'_>) -> bool {
+        self.chooses(p.address) && self.at.is_none_or(|at| p.seq.is_none_or(|seq| seq <= at))
+    }
+
     /// Whether replay may start at this record: a base batch of the chosen list at or
     /// before `at`. The one rule both the backward and the forward finder use.
     pub fn starts_replay(&self, p: &Peek<'_>, by_address: bool) -> bool {
@@ -490,7 +495,9 @@ impl Tail {
             self.lines.clear();
             self.gap = None;
         }
-        if let Some(gap) = &mut self.gap {
+        // Records that would not be applied anyway (another list's, or past --at) are
+        // neither dropped nor counted.
+        if let Some(gap) = self.gap.as_mut().filter(|_| opts.applies(&p)) {
             let list = p.address.unwrap_or_default().to_vec();
             if p.base {
                 gap.rebased.insert(list);
