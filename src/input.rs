@@ -526,6 +526,13 @@ impl<R: io::BufRead> Read for GzMembers<R> {
 /// checksum of its own, and a member's crc32 is checked only at its end, so a bit flipped
 /// inside it gives wrong bytes until then.
 fn damaged_member(e: io::Error) -> io::Error {
+    // Other errors are the file's (a read that failed), or a cut, which wrongs no line.
+    if !matches!(
+        e.kind(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+    ) {
+        return e;
+    }
     io::Error::new(
         e.kind(),
         format!(
