@@ -154,7 +154,17 @@ impl Guarded {
     }
 
     fn persist_noclobber(self, to: &Path) -> io::Result<()> {
-        self.path.persist_noclobber(to).map_err(|e| e.error)
+        match self.path.persist_noclobber(to) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Err(e.error),
+            // A file system that can neither rename without replacing nor link (some FUSE
+            // ones) still renames: when nothing has the name, as before no-clobber was
+            // asked for (a name taken in between is then replaced).
+            Err(e) => match to.symlink_metadata() {
+                Ok(_) => Err(io::ErrorKind::AlreadyExists.into()),
+                Err(_) => e.path.persist(to).map_err(|e| e.error),
+            },
+        }
     }
 }
 
