@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{conformance, files_in, sess, stdout_ok, testdata};
+use common::{conformance, files_in, pi_old_frames, pi_old_reply, sess, stdout_ok, testdata};
 use predicates::prelude::*;
 use proptest::prelude::*;
 
@@ -154,48 +154,6 @@ fn conformance_claude_code_agent_progress_packs_into_rows_and_back() {
     }
     // The fixtures' subagents report several steps in a row.
     assert!(rows > 0);
-}
-
-/// An old-generation pi stream of one reply streamed in `n` deltas: each update holds the
-/// reply so far twice (the event's `partial` and the `message`).
-fn pi_old_reply(n: usize) -> String {
-    // As written in JSON: escapes stay escaped.
-    let words = [
-        "build",
-        " the",
-        " 文字",
-        r#" \"quoted\""#,
-        r" path\\to",
-        r" tab\there",
-        "✓",
-        r" new\nline",
-    ];
-    let (mut text, mut x) = (String::new(), 7u32);
-    pi_old_frames((0..n).map(|k| {
-        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        let delta = format!("{}{}", words[(x >> 16) as usize % words.len()], k % 10);
-        text += &delta;
-        (delta, text.clone())
-    }))
-}
-
-/// A pi 0.73 reply whose `message_update` frames carry these deltas and texts, written in
-/// JSON (escapes stay escaped).
-fn pi_old_frames(frames: impl Iterator<Item = (String, String)>) -> String {
-    let mut out = String::from(
-        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/tmp\"}\n{\"type\":\"agent_start\"}\n\
-         {\"type\":\"message_start\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
-    );
-    for (k, (delta, text)) in frames.enumerate() {
-        let message = format!(
-            r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"model":"m","usage":{{"output":{k}}}}}"#
-        );
-        out += &format!(
-            r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"{delta}","partial":{message}}},"message":{message}}}"#
-        );
-        out.push('\n');
-    }
-    out + "{\"type\":\"message_end\",\"message\":{}}\n{\"type\":\"agent_end\",\"messages\":[]}\n"
 }
 
 /// Replies a diff of bytes reads wrongly, each frame `n` a change of the last: `edited`

@@ -215,36 +215,13 @@ fn stats_json_and_compat_files_load_in_duckdb() {
     assert_eq!(got, "12000\n");
 }
 
-/// An old-generation pi reply streamed in 300 deltas: its snapshot rows are what stats
-/// estimates rather than builds (the pi-old fixture is too small: pack writes it as it came,
-/// and both ways count that).
-fn pi_old_reply() -> String {
-    let words = ["build", " the", " path", "✓", " tab"];
-    let mut out = String::from(
-        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/tmp\"}\n\
-         {\"type\":\"agent_start\"}\n\
-         {\"type\":\"message_start\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
-    );
-    let (mut text, mut x) = (String::new(), 7u32);
-    for k in 0..300 {
-        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        let delta = format!("{}{}", words[(x >> 16) as usize % words.len()], k % 10);
-        text += &delta;
-        let m = format!(
-            r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"model":"m","usage":{{"output":{k}}}}}"#
-        );
-        out += &format!(
-            r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"{delta}","partial":{m}}},"message":{m}}}"#
-        );
-        out.push('\n');
-    }
-    out + "{\"type\":\"message_end\",\"message\":{}}\n{\"type\":\"agent_end\",\"messages\":[]}\n"
-}
-
 #[test]
 fn a_store_says_how_its_pack_bytes_were_found() {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("a.jsonl"), pi_old_reply()).unwrap();
+    // A reply streamed in 300 deltas: its snapshot rows are what stats estimates rather
+    // than builds (the pi-old fixture is too small: pack writes it as it came, and both
+    // ways count that).
+    fs::write(dir.path().join("a.jsonl"), common::pi_old_reply(300)).unwrap();
     let (estimated, code) = report(dir.path(), &[]);
     assert_eq!(code, Some(0), "{estimated}");
     let (exact, _) = report(dir.path(), &["--exact"]);
