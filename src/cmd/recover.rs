@@ -194,14 +194,18 @@ impl Printer<'_> {
         let mut tail = Tail::default();
         let mut torn_at = None;
         let src = input::open(input, self.args.damage.open_options(g))?;
-        let health = src.health.clone();
+        // Only skip-corrupt reads on past lost lines: other modes need no look per line.
+        let health = (self.args.damage.recovery == cli::RecoveryMode::SkipCorrupt)
+            .then(|| src.health.clone());
         let mut gaps = 0;
         super::each_line_of(src, &mut |_, line| {
-            // Lines were lost just before this one (--recovery skip-corrupt).
-            let now = Health::lock(&health).gaps;
-            if now > gaps {
-                gaps = now;
-                tail.gap();
+            // Lines were lost just before this one.
+            if let Some(health) = &health {
+                let now = Health::lock(health).gaps;
+                if now > gaps {
+                    gaps = now;
+                    tail.gap();
+                }
             }
             if line.is_torn() {
                 torn_at = Some((line.number, line.offset, line.bytes.len()));
