@@ -28,8 +28,8 @@ JSON value, and dropped as torn when it is not.\n\n\
 The output has the layout of the input. With --in-place the file is replaced atomically \
 (a temporary file renamed over it), unless it is still being written: when another process \
 has it open for writing, or it changes while it is repaired, repair fails and changes \
-nothing (the writer's next records would go to the replaced file). When nothing survives, repair fails and writes nothing: \
-the input stays as it was and no output file is created.";
+nothing (the writer's next records would go to the replaced file). When nothing survives, \
+repair fails and writes nothing: the input stays as it was and no output file is created.";
 
 const EXAMPLES: &str = "Examples:
   sess repair crashed.jsonl.zst -o fixed.jsonl.zst

@@ -303,6 +303,9 @@ impl Write for Sink {
     }
 }
 
+/// Why an output without `-f` fails when another took its name while the command ran.
+const MADE_MEANWHILE: &str = "was created while this command ran; not replaced (-f replaces it)";
+
 /// Renames the finished temporary file over `path`, checking again what was checked when the
 /// command began, as the name may have changed hands since: without `-f` a file that
 /// appeared meanwhile is not replaced (another command's output), and a file that a
@@ -319,9 +322,7 @@ fn put_in_place(
         Existing::Refuse => temp
             .persist_noclobber(file, path)
             .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => {
-                    "was created while this command ran; not replaced (-f replaces it)".into()
-                }
+                io::ErrorKind::AlreadyExists => MADE_MEANWHILE.into(),
                 _ => format!("cannot put the temporary file in place: {e}"),
             }),
         Existing::Replace => {
@@ -411,10 +412,7 @@ impl InPlace {
             .truncate(false)
             .open(&self.path)
             .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => io::Error::new(
-                    e.kind(),
-                    "was created while this command ran; not replaced (-f replaces it)",
-                ),
+                io::ErrorKind::AlreadyExists => io::Error::new(e.kind(), MADE_MEANWHILE),
                 _ => e,
             })?;
         try_lock(&f)
