@@ -918,7 +918,7 @@ impl Estimate {
             Ok(zstd::bulk::compress(bytes, ONLY_FRAME_LEVEL)?.len() as u64 + 4)
         };
         let strong = match s.frames {
-            0 => Some(match same.filter(|b| !b.is_empty()) {
+            0 => Some(match same.filter(|b| !b.is_empty() && *b != s.pending) {
                 Some(same) => strong(&s.pending)?.min(strong(&same)?),
                 None => strong(&s.pending)?,
             }),

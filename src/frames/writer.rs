@@ -482,7 +482,8 @@ impl<W: Write> FrameWriter<W> {
         if better.len() < self.zbuf.len() {
             self.zbuf = better;
         }
-        if let Some(same) = self.same.take() {
+        // A log that packing left as it was is compressed once.
+        if let Some(same) = self.same.take().filter(|same| *same != self.pending) {
             let z = strong.compress(&same)?;
             if z.len() < self.zbuf.len() {
                 self.zbuf = z;
