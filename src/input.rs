@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, IoContext, Place, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::frames::reader::Health;
+use crate::frames::reader::{Glues, Health};
 pub use crate::frames::walk::is_zstd;
 use crate::frames::{FrameReader, Recovery};
 use crate::intern;
@@ -163,6 +163,8 @@ pub struct Source {
     /// What reading found: the frame reader's findings for a compressed input, and (with
     /// [`OpenOptions::collect_warnings`]) the lines skipped.
     pub health: Arc<Mutex<Health>>,
+    /// Where interned lines begin inside lines (a concatenated file).
+    glues: Arc<Glues>,
     progress: Option<ProgressBar>,
     /// `--recovery skip-corrupt`: a line whose interned values were lost is skipped with a
     /// warning, not an error, and later lines are numbered as in the original.
@@ -224,31 +226,35 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
     let (head, raw) = peek(raw).at(Place::file(&name), "cannot read")?;
     let whole = io::Cursor::new(head.clone()).chain(raw);
     let compression = sniff(&name, &head)?;
-    let (reader, health): (Box<dyn Read + Send>, _) = match compression {
+    let (reader, health, glues): (Box<dyn Read + Send>, _, _) = match compression {
         Compression::Zstd => {
-            let mut frames = FrameReader::new(whole, &name, opts.recovery).with_index(&listed);
+            let mut frames = FrameReader::new(whole, &name, opts.recovery)
+                .with_index(&listed)
+                .telling_glues(intern::glued);
             if opts.collect_warnings {
                 frames = frames.collecting();
             }
-            let health = frames.health_handle();
+            let (health, glues) = (frames.health_handle(), frames.glues_handle());
             let ahead = opts.read_ahead && !opts.collect_warnings && !skip_corrupt;
             let frames: Box<dyn Read + Send> = match ahead {
                 true => Box::new(read_ahead(frames, &health, size.is_some())),
                 false => Box::new(frames),
             };
-            (frames, health)
+            (frames, health, glues)
         }
         Compression::Gzip => {
             let gz = GzMembers::new(BufReader::with_capacity(BUF, whole));
-            (Box::new(BufReader::with_capacity(BUF, gz)), Arc::default())
+            let gz = BufReader::with_capacity(BUF, gz);
+            (Box::new(gz), Arc::default(), Arc::default())
         }
-        Compression::Plain => (Box::new(whole), Arc::default()),
+        Compression::Plain => (Box::new(whole), Arc::default(), Arc::default()),
     };
     Ok(Source {
         name,
         compression,
         reader,
         health,
+        glues,
         progress,
         skip_corrupt,
         collect: opts.collect_warnings,
@@ -341,6 +347,7 @@ pub fn each_line_of<E: From<Error>>(
             let Some(mut line) = line else {
                 return Ok(Flow::More);
             };
+            let glue = src.glues.inside(line.offset, line.bytes.len());
             if src.skip_corrupt {
                 let skips = shift.seen;
                 let (lines, bytes) = shift.lost_before(&src.health, line.offset);
@@ -348,7 +355,11 @@ pub fn each_line_of<E: From<Error>>(
                 line.number += lines;
                 line.offset += bytes;
             }
-            let line = match rebuild(&name, line, &mut interned, &mut rebuilt) {
+            let line = match glue {
+                Some(at) => rebuild_glued(&name, line, at, &mut interned, &mut rebuilt),
+                None => rebuild(&name, line, &mut interned, &mut rebuilt),
+            };
+            let line = match line {
                 Ok(line) => line,
                 Err(e) if src.skip_corrupt => {
                     if !src.collect {
@@ -443,13 +454,35 @@ pub fn rebuild<'a>(
     if !intern::is_interned(line.bytes) || line.is_torn() {
         return Ok(line);
     }
-    interned.read(line.bytes, buf).map_err(|e| {
-        Error::invalid(
-            Place::line(name, line.number).offset(line.offset),
-            e.to_string(),
-        )
-    })?;
+    interned
+        .read(line.bytes, buf)
+        .map_err(|e| interned_error(name, &line, e))?;
     Ok(Line { bytes: buf, ..line })
+}
+
+/// [`rebuild`] for a line in which a new file begins at `at` ([`Glues`]): each part
+/// rebuilt, one after the other.
+fn rebuild_glued<'a>(
+    name: &str,
+    line: Line<'a>,
+    at: usize,
+    interned: &mut intern::Reader,
+    buf: &'a mut Vec<u8>,
+) -> Result<Line<'a>, Error> {
+    if line.is_torn() {
+        return Ok(line);
+    }
+    interned
+        .read_glued(line.bytes, at, buf)
+        .map_err(|e| interned_error(name, &line, e))?;
+    Ok(Line { bytes: buf, ..line })
+}
+
+fn interned_error(name: &str, line: &Line<'_>, e: intern::Error) -> Error {
+    Error::invalid(
+        Place::line(name, line.number).offset(line.offset),
+        e.to_string(),
+    )
 }
 
 /// Whether stdin is a regular file (`< file`), which `sess pack` packs as a file, not as a

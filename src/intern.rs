@@ -81,6 +81,18 @@ pub fn is_interned(line: &[u8]) -> bool {
     crate::json::starts_with_tag(line, PREFIX)
 }
 
+/// Whether the bytes of a line that `carry` begins and `next` (a new zstd frame's output)
+/// goes on with are two lines glued: a file that ended without a final newline, then a
+/// file joined to it with `cat` (as `zstd -dc` glues them). Within one sess file no frame
+/// begins inside a line. It matters only when one of the two is an interned line, which
+/// must be read alone to be rebuilt ([`Reader::read_glued`]); an interned `carry` must be
+/// whole (one JSON value), so that a line pzstd cut between two frames is not taken for
+/// one.
+pub fn glued(carry: &[u8], next: &[u8]) -> bool {
+    !carry.is_empty()
+        && (is_interned(next) || is_interned(carry) && crate::json::validate(carry).is_ok())
+}
+
 /// Values kept on disk by id; memory holds where each one is, the last ones put or read
 /// back, up to [`CACHE_BYTES`], and those put but not yet written, up to [`PENDING_BYTES`].
 pub struct Store {
@@ -725,6 +737,37 @@ impl Reader {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Rebuilds into `out` a line whose bytes from `at` on began a new file ([`glued`]):
+    /// each part as it reads alone, one after the other. Returns where the second part
+    /// begins in `out`. Both parts are read, so that the definitions of one survive an
+    /// error in the other; the first error is returned.
+    pub fn read_glued(
+        &mut self,
+        line: &[u8],
+        at: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, Error> {
+        out.clear();
+        let (mut part, mut first_error, mut second) = (Vec::new(), None, 0);
+        for (k, bytes) in [&line[..at], &line[at..]].into_iter().enumerate() {
+            if k == 1 {
+                second = out.len();
+            }
+            if !is_interned(bytes) {
+                out.extend_from_slice(bytes);
+                continue;
+            }
+            match self.read(bytes, &mut part) {
+                Ok(()) => out.extend_from_slice(&part),
+                Err(e @ Error::Io(_)) => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(second), Err)
     }
 
     /// Appends what a ref stands for to `out`: value `id` whole, or its first `len` bytes
@@ -1661,22 +1704,49 @@ impl Found {
 /// (`sess repair` writes a line so when it refers to a value that only a line it drops
 /// defined).
 pub fn standalone(line: &[u8], rebuilt: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
-    let (header, _) = split(line)?;
-    let defs = header
-        .defs
-        .iter()
-        .map(|&[at, len, id]| {
-            let range = def_range(at, len, rebuilt.len() as u64)?;
-            Ok(Found {
-                start: range.start as usize,
-                end: range.end as usize,
-                id,
-                prefix: false,
-            })
-        })
-        .collect::<Result<Vec<Found>, Error>>()?;
+    standalone_parts(&[(line, rebuilt)], out)
+}
+
+/// [`standalone`] for a glued line ([`glued`]): `line` as stored, whose second part begins
+/// at `at`, and as [`Reader::read_glued`] rebuilt it, the second part at `rebuilt_at`.
+pub fn standalone_glued(
+    (line, at): (&[u8], usize),
+    (rebuilt, rebuilt_at): (&[u8], usize),
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let parts = [
+        (&line[..at], &rebuilt[..rebuilt_at]),
+        (&line[at..], &rebuilt[rebuilt_at..]),
+    ];
+    standalone_parts(&parts, out)
+}
+
+/// One interned line standing alone for `parts` (each as stored and as rebuilt) one after
+/// the other: the definitions of each (an interned one) moved to where it lies.
+fn standalone_parts(parts: &[(&[u8], &[u8])], out: &mut Vec<u8>) -> Result<(), Error> {
+    let (mut defs, mut free, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+    for &(line, rebuilt) in parts {
+        if is_interned(line) {
+            let (header, _) = split(line)?;
+            for &[at, len, id] in &header.defs {
+                let range = def_range(at, len, rebuilt.len() as u64)?;
+                let shift = whole.len();
+                defs.push(Found {
+                    start: shift + range.start as usize,
+                    end: shift + range.end as usize,
+                    id,
+                    prefix: false,
+                });
+            }
+            // A part's `free` applies after its own definitions; after a later part's it
+            // could free what that part defines, so only the last one's is kept (keeping a
+            // value longer costs memory, not bytes).
+            free = header.free;
+        }
+        whole.extend_from_slice(rebuilt);
+    }
     out.clear();
-    write_interned(rebuilt, &[], &defs, &header.free, out)?;
+    write_interned(&whole, &[], &defs, &free, out)?;
     Ok(())
 }
 
@@ -2540,6 +2610,77 @@ mod tests {
             r.read(stale.as_bytes(), &mut buf),
             Err(Error::Missing(u64::MAX))
         ));
+    }
+
+    #[test]
+    fn a_glued_line_reads_as_its_two_parts_each_rebuilt() {
+        let a = "\"aaaa\"";
+        // Each part refers to value 1 and defines value 2; the second defines 1 anew.
+        let head = hand(r#"{"h":0,"k":"kkkkk"}"#, &[(5, 1, a)], &[[16, 7, 2]]);
+        let tail = hand(
+            r#"{"t":0,"m":[1,2]}"#,
+            &[(5, 2, "\"kkkkk\"")],
+            &[[17, 5, 1]],
+        );
+        let line = format!("{head}{tail}");
+        let mut r = Reader::default();
+        let mut buf = Vec::new();
+        r.read(
+            hand(&format!(r#"{{"x":{a}}}"#), &[], &[[5, 6, 1]]).as_bytes(),
+            &mut buf,
+        )
+        .unwrap();
+        let second = r.read_glued(line.as_bytes(), head.len(), &mut buf).unwrap();
+        let want = format!(r#"{{"h":{a},"k":"kkkkk"}}{{"t":"kkkkk","m":[1,2]}}"#);
+        assert_eq!(String::from_utf8_lossy(&buf), want);
+        assert_eq!(second, want.find("{\"t\"").unwrap());
+        // The tail's definition of 1 replaced the first one.
+        let mut got = Vec::new();
+        r.read(
+            hand(r#"{"y":0}"#, &[(5, 1, "[1,2]")], &[]).as_bytes(),
+            &mut got,
+        )
+        .unwrap();
+        assert_eq!(got, br#"{"y":[1,2]}"#);
+        // Standing alone, it rebuilds the same, and defines the same, with no other line.
+        let mut alone = Vec::new();
+        standalone_glued((line.as_bytes(), head.len()), (&buf, second), &mut alone).unwrap();
+        let mut fresh = Reader::default();
+        fresh.read(&alone, &mut got).unwrap();
+        assert_eq!(got, buf);
+        fresh
+            .read(
+                hand(r#"{"y":0}"#, &[(5, 1, "[1,2]")], &[]).as_bytes(),
+                &mut got,
+            )
+            .unwrap();
+        fresh
+            .read(
+                hand(r#"{"z":0}"#, &[(5, 2, "\"kkkkk\"")], &[]).as_bytes(),
+                &mut got,
+            )
+            .unwrap();
+        // A plain first part is taken as it is.
+        let plain = format!("{{\"p\":1}}{tail}");
+        let second = r.read_glued(plain.as_bytes(), 7, &mut buf).unwrap();
+        assert_eq!((&buf[..second], second), (&b"{\"p\":1}"[..], 7));
+    }
+
+    #[test]
+    fn only_a_whole_line_or_an_interned_next_frame_is_glued() {
+        let interned = hand(r#"{"x":1}"#, &[], &[]);
+        // A new file that begins with an interned line.
+        assert!(glued(b"{\"a\":1}", interned.as_bytes()));
+        // A whole interned line, then anything.
+        assert!(glued(interned.as_bytes(), b"{\"b\":2}\n"));
+        // An interned line that pzstd cut between two frames.
+        assert!(!glued(
+            &interned.as_bytes()[..20],
+            &interned.as_bytes()[20..]
+        ));
+        // Nothing carried, or neither part interned.
+        assert!(!glued(b"", interned.as_bytes()));
+        assert!(!glued(b"{\"a\":1}", b"{\"b\":2}\n"));
     }
 
     #[test]

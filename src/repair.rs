@@ -249,15 +249,19 @@ struct Readers {
 
 impl Readers {
     /// What becomes of `line`, each reader having read it (or, for a line that stands
-    /// alone, what is written instead).
-    fn verdict(&mut self, line: &[u8]) -> io::Result<Verdict> {
+    /// alone, what is written instead). `glue`: a new file begins inside it, there
+    /// ([`intern::glued`]).
+    fn verdict(&mut self, line: &[u8], glue: Option<usize>) -> io::Result<Verdict> {
+        if let Some(at) = glue {
+            return self.verdict_glued(line, at);
+        }
         if !intern::is_interned(line) {
             return Ok(Verdict::Keep);
         }
         match self.input.read(line, &mut self.rebuilt) {
             Ok(()) => {}
             Err(intern::Error::Io(e)) => return Err(e),
-            Err(e) => return Ok(Verdict::Lose(format!("the line cannot be read back: {e}"))),
+            Err(e) => return Ok(Verdict::Lose(unreadable(e))),
         }
         match self.output.read(line, &mut self.scratch) {
             Ok(()) if self.scratch == self.rebuilt => return Ok(Verdict::Keep),
@@ -267,6 +271,25 @@ impl Readers {
         }
         let mut alone = Vec::new();
         intern::standalone(line, &self.rebuilt, &mut alone).map_err(io::Error::other)?;
+        self.alone(alone)
+    }
+
+    /// A glued line is written to stand alone: as it is stored, a reader would not see
+    /// the interned line in it.
+    fn verdict_glued(&mut self, line: &[u8], at: usize) -> io::Result<Verdict> {
+        let second = match self.input.read_glued(line, at, &mut self.rebuilt) {
+            Ok(second) => second,
+            Err(intern::Error::Io(e)) => return Err(e),
+            Err(e) => return Ok(Verdict::Lose(unreadable(e))),
+        };
+        let mut alone = Vec::new();
+        intern::standalone_glued((line, at), (&self.rebuilt, second), &mut alone)
+            .map_err(io::Error::other)?;
+        self.alone(alone)
+    }
+
+    /// `alone`, a line written to stand alone, read by the reader of the output.
+    fn alone(&mut self, alone: Vec<u8>) -> io::Result<Verdict> {
         match self.output.read(&alone, &mut self.scratch) {
             Ok(()) => Ok(Verdict::Alone(alone)),
             Err(intern::Error::Io(e)) => Err(e),
@@ -277,21 +300,32 @@ impl Readers {
     }
 }
 
+fn unreadable(e: intern::Error) -> String {
+    format!("the line cannot be read back: {e}")
+}
+
 /// Decodes the one frame at the start of `src`, calling `f` with each complete line (without
 /// its newline), the first one after `line`, the bytes of it an earlier frame held; returns
-/// how decoding ended and the bytes after the last newline.
+/// how decoding ended and the bytes after the last newline. With the line those bytes
+/// begin, `f` gets where in it the frame's bytes begin when the two are glued
+/// ([`intern::glued`]).
 fn frame_lines<R: Read + ?Sized>(
     src: &mut R,
     mut line: Vec<u8>,
-    mut f: impl FnMut(&[u8]) -> io::Result<()>,
+    mut f: impl FnMut(&[u8], Option<usize>) -> io::Result<()>,
 ) -> io::Result<(Outcome, Vec<u8>)> {
+    let mut first = true;
+    let mut glue = None;
     let outcome = decode::frame(src, |b| {
+        if std::mem::take(&mut first) && intern::glued(&line, b) {
+            glue = Some(line.len());
+        }
         for piece in b.split_inclusive(|&c| c == b'\n') {
             match piece.strip_suffix(b"\n") {
-                Some(end) if line.is_empty() => f(end)?,
+                Some(end) if line.is_empty() => f(end, None)?,
                 Some(end) => {
                     line.extend_from_slice(end);
-                    f(&line)?;
+                    f(&line, glue.take())?;
                     line.clear();
                 }
                 None => line.extend_from_slice(piece),
@@ -323,7 +357,7 @@ impl Salvager<'_> {
             return Ok(());
         }
         let verdict = match json::validate(&line) {
-            Ok(()) => self.readers.verdict(&line)?,
+            Ok(()) => self.readers.verdict(&line, None)?,
             Err(_) => Verdict::Lose(format!(
                 "a torn last line: {} byte(s) without a final newline that are not a JSON value",
                 line.len()
@@ -439,12 +473,12 @@ impl Salvager<'_> {
         spill.seek(SeekFrom::Start(0))?;
         let mut spill = io::BufWriter::new(spill);
         let (readers, cut) = (&mut self.readers, self.cut);
-        let mut take = |line: &[u8], k: u64| -> io::Result<()> {
+        let mut take = |line: &[u8], k: u64, glue: Option<usize>| -> io::Result<()> {
             if let Some(n) = cut.filter(|_| k == 0 && is_cut_end(line)) {
                 plan.push((k, Fate::Lost(CUT_END.to_string(), n)));
                 return Ok(());
             }
-            match readers.verdict(line)? {
+            match readers.verdict(line, glue)? {
                 Verdict::Keep => {}
                 Verdict::Lose(why) => plan.push((k, Fate::Lost(why, 1))),
                 Verdict::Alone(bytes) => {
@@ -455,13 +489,13 @@ impl Salvager<'_> {
             }
             Ok(())
         };
-        let (_, rest) = frame_lines(&mut src, self.carry.clone(), |line| {
-            take(line, k)?;
+        let (_, rest) = frame_lines(&mut src, self.carry.clone(), |line, glue| {
+            take(line, k, glue)?;
             k += 1;
             Ok(())
         })?;
         if tail && !rest.is_empty() && json::validate(&rest).is_ok() {
-            take(&rest, k)?;
+            take(&rest, k, None)?;
         }
         spill.flush()?;
         Ok(plan)
@@ -495,7 +529,8 @@ impl Salvager<'_> {
         let mut planned = plan.iter().peekable();
         let (end, mut k) = (span.offset + span.len, 0);
         let carried = std::mem::take(&mut self.carry);
-        let (_, tail) = frame_lines(&mut src, carried, |line| {
+        // A glued line is never kept as it is stored: the plan says what it becomes.
+        let (_, tail) = frame_lines(&mut src, carried, |line, _| {
             match planned.next_if(|(at, _)| *at == k) {
                 Some((_, Fate::Lost(why, n))) => self.lose(span.offset, end, Some(*n), why.clone()),
                 Some((_, Fate::Alone)) => {
@@ -568,7 +603,7 @@ impl Salvager<'_> {
     fn torn<W: Write>(&mut self, offset: u64, out: &mut FrameWriter<W>) -> io::Result<()> {
         // Damage before the tear: nothing of it can be trusted (readers drop it all).
         let mut src = self.bytes(offset, self.len - offset)?;
-        let (outcome, _) = frame_lines(&mut src, Vec::new(), |_| Ok(()))?;
+        let (outcome, _) = frame_lines(&mut src, Vec::new(), |_, _| Ok(()))?;
         if let Outcome::Damaged(why) = outcome {
             let why = format!("a torn final frame that does not decode: {why}");
             self.lose_bytes(offset, self.len, None, why);
@@ -578,13 +613,13 @@ impl Salvager<'_> {
         let (mut kept, mut read) = (0, 0);
         let carried = std::mem::take(&mut self.carry);
         let had = carried.len();
-        let (_, mut pending) = frame_lines(&mut src, carried, |line| {
+        let (_, mut pending) = frame_lines(&mut src, carried, |line, glue| {
             read += 1;
             if let Some(n) = self.cut.take().filter(|_| is_cut_end(line)) {
                 self.lose(offset, self.len, Some(n), CUT_END.to_string());
                 return Ok(());
             }
-            let written = match self.readers.verdict(line)? {
+            let written = match self.readers.verdict(line, glue)? {
                 Verdict::Lose(why) => {
                     self.lose(offset, self.len, Some(1), why);
                     return Ok(());
@@ -676,7 +711,7 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
                 }
                 Verdict::Lose(why)
             }
-            None => readers.verdict(line.bytes)?,
+            None => readers.verdict(line.bytes, None)?,
         };
         let written = match verdict {
             Verdict::Keep => line.bytes,

@@ -1072,3 +1072,27 @@ fn repair_of_frames_that_cut_lines_keeps_every_line_whole() {
         );
     }
 }
+
+/// `cat a.zst b.zst`, where a's log has no final newline and b's begins with an interned
+/// line: `zstd -dc` glues b's first line to a's last, and readers must still rebuild it
+/// (before, its definitions were never read, and the lines that needed them were lost).
+#[test]
+fn files_joined_with_cat_read_as_their_logs_joined_when_the_first_has_no_final_newline() {
+    let (dir, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let log = growing_log();
+    let unended = &log[..log.len() - 1];
+    let a = std::fs::read(pack_small_frames(dir.path(), unended, 20_000)).unwrap();
+    let b = std::fs::read(pack_small_frames(other.path(), &log, 20_000)).unwrap();
+    assert!(sess::intern::is_interned(
+        &zstd::decode_all(&b[..]).unwrap()
+    ));
+    let joined = dir.path().join("joined.zst");
+    std::fs::write(&joined, [a, b].concat()).unwrap();
+    let want = [unended, &log[..]].concat();
+    assert!(stdout_ok(sess().arg("unpack").arg(&joined)) == want);
+    // Repair writes the glued line to stand alone, and the lines after it as they were
+    // or standing alone: the repaired file reads back the same.
+    let fixed = dir.path().join("fixed.zst");
+    repair(&joined, &fixed);
+    assert!(stdout_ok(sess().arg("unpack").arg(&fixed)) == want);
+}

@@ -10,7 +10,9 @@
 //! joined with `cat` may) goes out with the frame that holds its end. So damage that cuts
 //! such a line loses it, rather than joining its two ends into a wrong one.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
@@ -86,6 +88,46 @@ impl Health {
     }
 }
 
+/// Where, in a reader's output, a frame begins inside a line, as the caller's rule says
+/// such a place must be known ([`FrameReader::telling_glues`]): files joined with `cat`,
+/// the first without a final newline, glue its last line to the next one's first, as
+/// `zstd -dc` does, and a line reader may need to read the two parts apart.
+#[derive(Debug, Default)]
+pub struct Glues {
+    /// How many are queued: read on every line, so that a line reader locks only when
+    /// there is one.
+    pending: AtomicUsize,
+    at: Mutex<VecDeque<u64>>,
+}
+
+impl Glues {
+    fn push(&self, offset: u64) {
+        let mut at = self.at.lock().unwrap_or_else(|e| e.into_inner());
+        at.push_back(offset);
+        self.pending.store(at.len(), Ordering::Release);
+    }
+
+    /// The place of the next glue, counted from the line's first byte, when it lies
+    /// inside the line of `len` bytes at `offset`. Lines are asked about in order; the
+    /// glues up to the line's end are passed and forgotten.
+    pub fn inside(&self, offset: u64, len: usize) -> Option<usize> {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut at = self.at.lock().unwrap_or_else(|e| e.into_inner());
+        let end = offset + len as u64;
+        let mut found = None;
+        while let Some(next) = at.front().copied().filter(|&n| n < end) {
+            at.pop_front();
+            if next > offset && found.is_none() {
+                found = Some((next - offset) as usize);
+            }
+        }
+        self.pending.store(at.len(), Ordering::Release);
+        found
+    }
+}
+
 /// Damaged bytes a reader skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Skip {
@@ -129,6 +171,10 @@ pub struct FrameReader<R: Read> {
     /// Whether the frame being decoded has a content checksum.
     checked: bool,
     health: Arc<Mutex<Health>>,
+    glues: Arc<Glues>,
+    /// Whether the bytes carried into a frame and the frame's output are two lines glued
+    /// that a reader must know of ([`Glues`]); none by default.
+    glued: Option<fn(&[u8], &[u8]) -> bool>,
     /// The frames the file's index lists, to count the lines a skip loses; empty when there
     /// is none.
     listed: Vec<super::index::Entry>,
@@ -178,6 +224,8 @@ impl<R: Read> FrameReader<R> {
             done: false,
             checked: true,
             health: Arc::default(),
+            glues: Arc::default(),
+            glued: None,
             listed: Vec::new(),
             given: 0,
             given_lines: 0,
@@ -254,6 +302,19 @@ impl<R: Read> FrameReader<R> {
     /// What the reader has found so far, shared: it keeps being updated as reading goes on.
     pub fn health_handle(&self) -> Arc<Mutex<Health>> {
         Arc::clone(&self.health)
+    }
+
+    /// Tells where a frame begins inside a line when `glued` says so of the bytes carried
+    /// into it and its output ([`Glues`]).
+    pub fn telling_glues(mut self, glued: fn(&[u8], &[u8]) -> bool) -> FrameReader<R> {
+        self.glued = Some(glued);
+        self
+    }
+
+    /// The glues told ([`FrameReader::telling_glues`]), shared: each is pushed before the
+    /// bytes it is in are given.
+    pub fn glues_handle(&self) -> Arc<Glues> {
+        Arc::clone(&self.glues)
     }
 
     /// The warnings given so far (damage tolerated or skipped).
@@ -381,7 +442,7 @@ impl<R: Read> FrameReader<R> {
                 // The frame is complete and its checksum, if it has one, matched.
                 self.frame_done(at);
                 let out = self.hold.take();
-                self.release(out);
+                self.release(out, self.released == 0);
                 self.frame_start = None;
                 self.released = 0;
                 Ok(())
@@ -394,8 +455,9 @@ impl<R: Read> FrameReader<R> {
                     && self.hold.newline
                 {
                     let out = self.hold.take();
+                    let first = self.released == 0;
                     self.released += memchr::memchr_iter(b'\n', &out).count() as u64;
-                    self.release(out);
+                    self.release(out, first);
                 }
                 if consumed == 0 && produced == 0 {
                     if self.eof {
@@ -409,8 +471,17 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Makes the complete lines of `out` (verified output) ready, after the line the carry
-    /// began; what follows its last newline is carried on to the next frame.
-    fn release(&mut self, mut out: Vec<u8>) {
+    /// began; what follows its last newline is carried on to the next frame. `first`: `out`
+    /// is the start of its frame.
+    fn release(&mut self, mut out: Vec<u8>, first: bool) {
+        if first
+            && !self.suspect
+            && !self.carry.is_empty()
+            && self.glued.is_some_and(|g| g(&self.carry, &out))
+        {
+            // The ready bytes were all given: the carry goes out from `given` on.
+            self.glues.push(self.given + self.carry.len() as u64);
+        }
         let Some(k) = memchr::memrchr(b'\n', &out) else {
             self.carry.extend_from_slice(&out);
             self.ready.clear();
@@ -499,7 +570,7 @@ impl<R: Read> FrameReader<R> {
         let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
         let lost = out.len() - keep;
         out.truncate(keep);
-        self.release(out);
+        self.release(out, self.released == 0);
         // A line begun before the tear that its prefix does not end: the last line.
         self.give_carry();
         self.warn(&format!(

@@ -5,7 +5,6 @@
 pub mod compact;
 pub mod journal;
 pub mod report;
-pub mod writers;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

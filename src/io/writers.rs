@@ -20,13 +20,22 @@ pub struct Writers {
     by_file: HashMap<FileId, u32>,
     /// Whether `/proc` could be read at all; when not, nothing is known.
     pub checked: bool,
+    /// Descriptors open for reading only count too.
+    readers_too: bool,
 }
 
 impl Writers {
     /// Scans every process but this one for descriptors open for writing on regular files
     /// under `roots` (canonical paths).
     pub fn scan(roots: &[PathBuf]) -> Writers {
-        let mut w = Writers::default();
+        Writers::scan_for(roots, false)
+    }
+
+    fn scan_for(roots: &[PathBuf], readers_too: bool) -> Writers {
+        let mut w = Writers {
+            readers_too,
+            ..Writers::default()
+        };
         let Ok(procs) = fs::read_dir("/proc") else {
             return w;
         };
@@ -57,7 +66,7 @@ impl Writers {
                 continue;
             }
             let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
-            if !fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
+            if !self.readers_too && !fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
                 continue;
             }
             if let Some(id) = fs::metadata(fd.path())
@@ -89,6 +98,13 @@ pub fn why_busy(path: &Path, before: &fs::Metadata) -> std::io::Result<Option<St
     Ok(writers
         .writer_of(&now)
         .map(|pid| format!("process {pid} has it open for writing")))
+}
+
+/// A process other than this one that holds `path` open, for reading or writing, if one
+/// does (and this user may see it).
+pub fn holder_of(path: &Path) -> Option<u32> {
+    let meta = fs::metadata(path).ok()?;
+    Writers::scan_for(&canonical(&[path.to_path_buf()]), true).writer_of(&meta)
 }
 
 /// Whether a file's size or modification time differs from `before`'s.
