@@ -198,6 +198,33 @@ fn output_onto_an_input_is_refused() {
         .stderr(predicate::str::contains("is also an input"));
 }
 
+/// `cat F | sess pack -o F -f`: a stream is packed in place, so the output file is
+/// truncated at the first frame, while `cat` is still reading it. Before, F was lost.
+#[test]
+fn a_stream_packed_onto_the_file_it_reads_leaves_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("log.jsonl");
+    // Far more than the pipe and the reader hold before the first 16 KiB frame is written.
+    let text = std::fs::read(testdata("pi-old.jsonl"))
+        .unwrap()
+        .repeat(2000);
+    assert!(text.len() > 4 << 20);
+    std::fs::write(&f, &text).unwrap();
+    let out = common::sess_in_bash(
+        &format!("cat '{}' | ", f.display()),
+        &format!("pack --frame-size 16K -f -o '{}'", f.display()),
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("has it open (is it this stream's input"),
+        "{err}"
+    );
+    assert!(std::fs::read(&f).unwrap() == text);
+}
+
 /// Whether `child` has a file in `dir` open: named, or made with `O_TMPFILE` (which
 /// `/proc` shows as `dir/#inode (deleted)`).
 fn writing_in(child: &Child, dir: &Path) -> bool {

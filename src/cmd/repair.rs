@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{self, Compression};
 use sess::io::Sink;
+use sess::io::writers;
 use sess::repair::{self, RepairReport};
-use sess::store::writers;
 
 const ABOUT: &str = "Salvage a damaged or torn log: keep every complete record, report the rest";
 

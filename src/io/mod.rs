@@ -1,6 +1,6 @@
 //! Bytes in and bytes out, below any format: reads that signals cannot cut short, the line
-//! splitter, outputs (stdout, atomic files, streams written in place) and what a signal
-//! does to them.
+//! splitter, outputs (stdout, atomic files, streams written in place), what a signal
+//! does to them, and which files other processes hold open.
 
 pub mod ahead;
 pub mod behind;
@@ -10,6 +10,7 @@ pub mod read;
 pub mod signals;
 pub mod sink;
 pub mod temp;
+pub mod writers;
 
 pub use lines::{Ending, Line, LineReader};
 pub use sink::Sink;

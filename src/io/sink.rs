@@ -427,6 +427,19 @@ impl InPlace {
         self.lock()?;
         let f = self.file.as_ref().expect("locked above");
         if !self.truncated {
+            // Truncating a file another process reads destroys what it has yet to read:
+            // `cat F | sess pack -o F -f` lost F. Once the first bytes are here, a reader
+            // that feeds this stream has opened it, and still holds it unless all it read
+            // is already in the pipe.
+            if f.metadata()?.len() > 0
+                && let Some(pid) = crate::io::writers::holder_of(&self.path)
+            {
+                return Err(io::Error::other(format!(
+                    "process {pid} has it open (is it this stream's input, as in `cat F | \
+                     sess pack -o F -f`?): a stream is written in place, which would destroy \
+                     what that process reads; not replaced"
+                )));
+            }
             f.set_len(0)?;
             self.truncated = true;
         }

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::journal::{self, Journal, Op, Record};
-use super::writers::{self, Writers, changed};
 use super::{Log, OWN_PREFIX};
 use crate::event::{self, LastLine};
 use crate::frames::reader::Recovery;
@@ -38,6 +37,7 @@ use crate::input::{Flow, Input, OpenOptions};
 use crate::intern;
 use crate::io::sink::sync_dir;
 use crate::io::temp::{self, same_owner};
+use crate::io::writers::{self, Writers, changed};
 use crate::pack::{self, Interning, Out, Packer};
 use crate::stats::ByteCount;
 use crate::syntax::LineCheck;
