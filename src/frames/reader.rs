@@ -128,6 +128,10 @@ impl Glues {
     }
 }
 
+/// Whether the bytes carried into a frame (a line begun) and the frame's output are two
+/// lines glued that a reader must know of ([`Glues`]).
+pub type GlueRule = fn(&[u8], &[u8]) -> bool;
+
 /// Damaged bytes a reader skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Skip {
@@ -174,7 +178,7 @@ pub struct FrameReader<R: Read> {
     glues: Arc<Glues>,
     /// Whether the bytes carried into a frame and the frame's output are two lines glued
     /// that a reader must know of ([`Glues`]); none by default.
-    glued: Option<fn(&[u8], &[u8]) -> bool>,
+    glued: Option<GlueRule>,
     /// The frames the file's index lists, to count the lines a skip loses; empty when there
     /// is none.
     listed: Vec<super::index::Entry>,
@@ -306,7 +310,7 @@ impl<R: Read> FrameReader<R> {
 
     /// Tells where a frame begins inside a line when `glued` says so of the bytes carried
     /// into it and its output ([`Glues`]).
-    pub fn telling_glues(mut self, glued: fn(&[u8], &[u8]) -> bool) -> FrameReader<R> {
+    pub fn telling_glues(mut self, glued: GlueRule) -> FrameReader<R> {
         self.glued = Some(glued);
         self
     }
