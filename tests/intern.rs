@@ -1096,3 +1096,52 @@ fn files_joined_with_cat_read_as_their_logs_joined_when_the_first_has_no_final_n
     repair(&joined, &fixed);
     assert!(stdout_ok(sess().arg("unpack").arg(&fixed)) == want);
 }
+
+/// Lines handed on after a loss are counted once per loss ([`sess::frames::Health::gaps`]),
+/// for readers whose lines build on the ones before (recover's batches). A line skipped
+/// because a value it refers to was lost is such a loss, even far from the damaged frame.
+#[test]
+fn each_stretch_of_lost_lines_is_one_gap_even_a_line_whose_values_were_lost() {
+    use sess::input::{Flow, Input, OpenOptions, each_line_of, open};
+    let value = format!("\"{}\"", "v".repeat(400));
+    let log: Vec<u8> = (0..200)
+        .map(|k| match k {
+            50 | 150 => format!("{{\"seq\":{k},\"big\":{value}}}\n"),
+            _ => format!("{{\"seq\":{k},\"text\":\"{}\"}}\n", "t".repeat(80 + k % 9)),
+        })
+        .collect::<String>()
+        .into_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    // The frame holding line 51 (seq 50), which defines the value line 151 refers to.
+    let (bad, _, _) = frame_damaged(dir.path(), &log, 2048, |index| {
+        let at = lines(&log)[..50].concat().len() as u64;
+        let ends: Vec<u64> = index
+            .entries
+            .iter()
+            .scan(0, |end, e| {
+                *end += u64::from(e.uncompressed);
+                Some(*end)
+            })
+            .collect();
+        ends.iter().position(|&end| end > at).unwrap()
+    });
+    let opts = OpenOptions {
+        recovery: sess::frames::Recovery::SkipCorrupt,
+        collect_warnings: true,
+        ..OpenOptions::default()
+    };
+    let src = open(&Input::Path(bad), opts).unwrap();
+    let health = std::sync::Arc::clone(&src.health);
+    let mut kept = Vec::new();
+    each_line_of::<sess::error::Error>(src, &mut |_, line| {
+        kept.extend_from_slice(line.bytes);
+        kept.push(b'\n');
+        Ok(Flow::More)
+    })
+    .unwrap();
+    let lost = missing(&lines(&log), &lines(&kept));
+    assert!(lost.contains(&51) && lost.contains(&151), "{lost:?}");
+    let stretches = lost.windows(2).filter(|w| w[1] != w[0] + 1).count() + 1;
+    assert_eq!(stretches, 2, "{lost:?}");
+    assert_eq!(sess::frames::reader::Health::lock(&health).gaps, 2);
+}
