@@ -328,7 +328,6 @@ pub fn each_line_of<E: From<Error>>(
     let name = src.name.clone();
     let bar = src.progress_bar();
     let mut lines = LineReader::new(src.reader);
-    refuse_binary_head(&mut lines, &name)?;
     // Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
     let mut interned = intern::Reader::default();
     let mut rebuilt = Vec::new();
@@ -338,6 +337,8 @@ pub fn each_line_of<E: From<Error>>(
     let mut lost = false;
     // The bad lines read are told even when the input then fails.
     let mut read = || -> Result<Flow, E> {
+        // Inside, so that the progress bar is cleared on this error too.
+        refuse_binary_head(&mut lines, &name)?;
         loop {
             let offset = lines.offset();
             let line = lines.next_line().at_with(
@@ -376,9 +377,16 @@ pub fn each_line_of<E: From<Error>>(
             if std::mem::take(&mut lost) {
                 Health::lock(&src.health).gaps += 1;
             }
+            let number = line.number;
             tally.line(&name, &line)?;
-            if f(&name, line)? == Flow::Stop {
-                return Ok(Flow::Stop);
+            match f(&name, line) {
+                Ok(Flow::More) => {}
+                Ok(Flow::Stop) => return Ok(Flow::Stop),
+                // The error names the line: it is not told again as a bad one.
+                Err(e) => {
+                    tally.unsay(number);
+                    return Err(e);
+                }
             }
         }
     };

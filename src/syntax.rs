@@ -29,6 +29,8 @@ pub struct Tally {
     bad: u64,
     /// The first bad line: `file:line:col: invalid JSON: expected … (byte offset N)`.
     first: Option<String>,
+    /// The number of the last bad line.
+    last: u64,
     /// Whether a line that is not blank has been read.
     content: bool,
 }
@@ -39,6 +41,7 @@ impl Tally {
             check,
             bad: 0,
             first: None,
+            last: 0,
             content: false,
         }
     }
@@ -79,10 +82,23 @@ impl Tally {
             return Err(Error::invalid(place, format!("{what} (--strict)")));
         }
         self.bad += 1;
+        self.last = line.number;
         if self.first.is_none() {
             self.first = Some(Error::invalid(place, what).to_string());
         }
         Ok(())
+    }
+
+    /// Line `number`, the last one checked, is not counted as bad after all: a reader
+    /// failed on it with an error of its own, which names it.
+    pub fn unsay(&mut self, number: u64) {
+        if self.bad > 0 && self.last == number {
+            self.bad -= 1;
+            self.last = 0;
+            if self.bad == 0 {
+                self.first = None;
+            }
+        }
     }
 
     /// A line its reader proved JSON on its own (as `sess pack` does a chunk delta, which it

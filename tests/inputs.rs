@@ -391,3 +391,30 @@ fn a_first_line_of_nul_bytes_is_refused_before_it_is_read_whole() {
         }
     }
 }
+
+/// One JSON document over many lines is refused with one error, not also with a warning
+/// that its first line is not JSON (which it gave just before, as a second message).
+#[test]
+fn a_document_over_many_lines_gets_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("doc.json");
+    std::fs::write(&doc, "{\n  \"a\": 1,\n  \"b\": [1, 2]\n}\n").unwrap();
+    for cmd in ["cat", "filter", "stats", "pack"] {
+        for stdin in [false, true] {
+            let mut c = sess();
+            c.arg(cmd);
+            if cmd == "pack" {
+                c.args(["-o", "-"]);
+            }
+            let c = match stdin {
+                true => c.pipe_stdin(&doc).unwrap(),
+                false => c.arg(&doc),
+            };
+            let out = c.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+            assert!(err.contains("written over many lines"), "{cmd}: {err}");
+            assert_eq!(err.lines().count(), 1, "{cmd} (stdin: {stdin}): {err}");
+        }
+    }
+}
