@@ -6,6 +6,10 @@
 //! its log each time (Claude Code does) holds it open only for the instant of a write. The
 //! age rule (`--older-than`) and the check that a file did not change while it was packed
 //! are what guard those.
+//!
+//! Files are matched by device and inode, not by path: a process in a container that has
+//! the store mounted sees it under another path, as does one that opened it through a
+//! hard link or a bind mount.
 
 use std::collections::HashMap;
 use std::fs;
@@ -40,19 +44,28 @@ impl Writers {
             return w;
         };
         w.checked = true;
+        let devices: Vec<u64> = roots
+            .iter()
+            .filter_map(|r| fs::metadata(r).ok())
+            .map(|m| id_of(&m).0)
+            .collect();
         let me = std::process::id();
         for p in procs.flatten() {
             let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
             if pid != me {
-                w.scan_process(pid, roots);
+                w.scan_process(pid, roots, &devices);
             }
         }
         w
     }
 
-    fn scan_process(&mut self, pid: u32, roots: &[PathBuf]) {
+    /// A descriptor whose path is not under a root may still be one of their files: opened
+    /// through a hard link, a bind mount, or in another mount namespace (an agent in a
+    /// container writing a store mounted into it), where paths differ. Such a file is on
+    /// a root's device: only those are looked at more closely.
+    fn scan_process(&mut self, pid: u32, roots: &[PathBuf], devices: &[u64]) {
         let dir = PathBuf::from(format!("/proc/{pid}/fd"));
         // A process that ended, or one this user may not look into.
         let Ok(fds) = fs::read_dir(&dir) else {
@@ -62,18 +75,24 @@ impl Writers {
             let Ok(target) = fs::read_link(fd.path()) else {
                 continue;
             };
-            if !roots.iter().any(|r| target.starts_with(r)) {
+            let under = roots.iter().any(|r| target.starts_with(r));
+            // Pipes, sockets and the like read `pipe:[N]`; pseudo files lie elsewhere.
+            let elsewhere = !target.is_absolute()
+                || ["/proc", "/sys", "/dev"]
+                    .iter()
+                    .any(|p| target.starts_with(p));
+            if !under && elsewhere {
+                continue;
+            }
+            let Some(meta) = fs::metadata(fd.path()).ok().filter(|m| m.is_file()) else {
+                continue;
+            };
+            let id = id_of(&meta);
+            if !under && !devices.contains(&id.0) {
                 continue;
             }
             let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
-            if !self.readers_too && !fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
-                continue;
-            }
-            if let Some(id) = fs::metadata(fd.path())
-                .ok()
-                .filter(|m| m.is_file())
-                .map(|m| id_of(&m))
-            {
+            if self.readers_too || fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
                 self.by_file.insert(id, pid);
             }
         }
@@ -161,6 +180,35 @@ mod tests {
         assert!(!writes("pos:\t0\n"));
     }
 
+    /// Which process a scan under `roots` finds writing the file of `meta`, while a
+    /// child appends to it through `path`, the way a producer holds its log; and the
+    /// child's pid.
+    #[cfg(target_os = "linux")]
+    fn writer_while_a_child_appends(
+        roots: &[PathBuf],
+        meta: &fs::Metadata,
+        path: &Path,
+    ) -> (Option<u32>, u32) {
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3>>\"$1\"; exec sleep 30")
+            .arg("sh")
+            .arg(path)
+            .spawn()
+            .unwrap();
+        let mut seen = None;
+        for _ in 0..100 {
+            seen = Writers::scan(roots).writer_of(meta);
+            if seen.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        (seen, child.id())
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn sees_a_file_another_process_writes() {
@@ -170,24 +218,26 @@ mod tests {
         let roots = canonical(&[dir.path().to_path_buf()]);
         let meta = fs::metadata(&path).unwrap();
         assert_eq!(Writers::scan(&roots).writer_of(&meta), None);
-        // A child appending to it, the way a producer holds its log.
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("exec 3>>\"$1\"; exec sleep 30")
-            .arg("sh")
-            .arg(&path)
-            .spawn()
-            .unwrap();
-        let mut seen = None;
-        for _ in 0..100 {
-            seen = Writers::scan(&roots).writer_of(&meta);
-            if seen.is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert_eq!(seen, Some(child.id()));
+        let (seen, child) = writer_while_a_child_appends(&roots, &meta, &path);
+        assert_eq!(seen, Some(child));
+    }
+
+    /// A writer whose path for the file is not under the root (here a hard link; a bind
+    /// mount, or a container's own view of a mounted store, are the same to the scan).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn sees_a_file_written_through_another_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, elsewhere) = (dir.path().join("store"), dir.path().join("elsewhere"));
+        fs::create_dir_all(&store).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        let path = store.join("live.jsonl");
+        fs::File::create(&path).unwrap().write_all(b"{}\n").unwrap();
+        let link = elsewhere.join("link.jsonl");
+        fs::hard_link(&path, &link).unwrap();
+        let roots = canonical(std::slice::from_ref(&store));
+        let meta = fs::metadata(&path).unwrap();
+        let (seen, child) = writer_while_a_child_appends(&roots, &meta, &link);
+        assert_eq!(seen, Some(child));
     }
 }
