@@ -19,8 +19,8 @@ use crate::cmd;
     version,
     about = "Make agent session logs small, safe and easy to read",
     long_about = "sess reads the JSONL session logs that AI coding agents (Claude Code, Codex, \
-Gemini CLI, pi, DeepSeek Harness) write: plain, zstd-compressed or packed. Every command reads files or stdin ('-' or no file) \
-and writes JSONL to stdout unless -o FILE is given; output files are written atomically \
+Gemini CLI, pi, DeepSeek Harness) write: plain, zstd-compressed or packed. Every command reads files or stdin ('-' or no file; 'sess repair', which seeks, \
+takes stdin only when it is a file) and writes JSONL to stdout unless -o FILE is given; output files are written atomically \
 (but for 'sess pack' of a stream, which writes its file in place, frame by frame, so that a \
 crash keeps every frame written).\n\n\
 Exit status: 0 on success, 1 on an error (bad input, I/O), 2 on a usage error.",

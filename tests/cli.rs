@@ -1052,3 +1052,39 @@ fn stats_exact_is_what_pack_writes() {
         );
     }
 }
+
+/// Every command reads stdin as `-` or with no file: `recover` with no file did not, and
+/// `repair -` failed to open a file named `-`. repair seeks, so it takes a file given as
+/// stdin and names a pipe as what it cannot read.
+#[test]
+fn recover_and_repair_read_stdin() {
+    sess()
+        .arg("recover")
+        .write_stdin("[[\"r\",{\"n\":1}]]\n[[\"s\",[\"n\"],2]]\n")
+        .assert()
+        .success()
+        .stdout("{\"n\":2}\n");
+    let dir = tempfile::tempdir().unwrap();
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, "{\"a\":1}\n{\"b\"").unwrap();
+    let fixed = dir.path().join("fixed.jsonl");
+    let out = StdCommand::new(env!("CARGO_BIN_EXE_sess"))
+        .args(["repair", "-", "-o"])
+        .arg(&fixed)
+        .stdin(std::fs::File::open(&torn).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("<stdin>: kept 1 line(s)"), "{err}");
+    assert_eq!(std::fs::read(&fixed).unwrap(), b"{\"a\":1}\n");
+    sess()
+        .args(["repair", "-", "-f", "-o"])
+        .arg(&fixed)
+        .write_stdin("{\"a\":1}\n")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "<stdin>: not a regular file: repair reads a file it can seek in",
+        ));
+}

@@ -36,8 +36,8 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// The op list ('-' for stdin).
-    pub file: PathBuf,
+    /// The op list ('-' or none for stdin).
+    pub file: Option<PathBuf>,
 
     /// The value after the batch with this seq.
     #[arg(long, value_name = "SEQ")]
@@ -76,7 +76,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: Global) -> Result<()> {
-    let input = Input::from_arg(&args.file);
+    let input = args.file.as_deref().map_or(Input::Stdin, Input::from_arg);
     let name = input.name();
     let opts = RecoverOptions {
         at: args.at,

@@ -38,7 +38,7 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, clap::Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
-    /// The damaged log.
+    /// The damaged log ('-' for stdin when it is a file, as in `< log`: repair seeks in it).
     pub file: PathBuf,
 
     /// Write the repaired log to FILE (atomically).
@@ -58,8 +58,19 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
-    let name = args.file.display().to_string();
+pub fn run(mut args: Args) -> Result<()> {
+    let stdin = args.file.as_os_str() == "-";
+    if stdin {
+        if args.in_place {
+            bail!("--in-place replaces a file by its name: name the log, not '-'");
+        }
+        // A file given as stdin (`< log`) is that file; a pipe is refused below.
+        args.file = PathBuf::from("/dev/stdin");
+    }
+    let name = match stdin {
+        true => "<stdin>".to_string(),
+        false => args.file.display().to_string(),
+    };
     // --in-place replaces the input on purpose; -o must name another file.
     let (target, inputs) = if args.in_place {
         (Some(args.file.clone()), Vec::new())
