@@ -664,6 +664,7 @@ impl Reader {
     pub fn read(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         out.clear();
         let (header, stored) = split(line)?;
+        reserve_rebuilt(&header, stored.len(), out)?;
         let mut copied = 0;
         let mut first_error = None;
         // Unresolved refs, as ranges of the line rebuilt: their bytes are not in `out`,
@@ -797,6 +798,33 @@ impl Reader {
         }
         Ok(())
     }
+}
+
+/// Makes room in `out` for the line that `header`'s refs and `stored` bytes rebuild, all
+/// at once: a few bytes of refs to one large value can stand for gigabytes, and growing
+/// into them step by step doubled the memory, then aborted when an allocation failed. It
+/// fails, naming the size, when the memory cannot be had (or the line would be longer
+/// than [`MAX_LINE`]).
+fn reserve_rebuilt(header: &Header, stored: usize, out: &mut Vec<u8>) -> Result<(), Error> {
+    // At most this: each ref's placeholder (`0` or `[0`) is not part of the line.
+    let total = header
+        .refs
+        .iter()
+        .try_fold(stored as u64, |n, &[_, _, len, _]| n.checked_add(len));
+    let total = match total {
+        Some(n) if n <= MAX_LINE as u64 => n as usize,
+        _ => {
+            return Err(Error::Malformed(format!(
+                "the line would be longer than {MAX_LINE} bytes"
+            )));
+        }
+    };
+    out.try_reserve_exact(total).map_err(|_| {
+        Error::Io(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("not enough memory for the {total}-byte line this line stands for"),
+        ))
+    })
 }
 
 /// The bytes a def `[AT,LEN,ID]` names in a rebuilt line of `line_len` bytes.

@@ -199,3 +199,38 @@ fn pack_keeps_no_entry_per_element_of_a_huge_array() {
         .success()
         .stdout(predicate::eq(line.into_bytes()));
 }
+
+#[test]
+fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() {
+    // 1.5 MB of input: a 1 MiB value, and one line of 1,500 refs to it, which stands for
+    // a line of 1.5 GB. It was built by growing, so doubling, and the failed allocation
+    // aborted (signal 6) with a backtrace.
+    let n = 1 << 20;
+    let value = format!("\"{}\"", "x".repeat(n - 2));
+    let crc = crc32fast::hash(value.as_bytes());
+    let k = 1500;
+    let refs: Vec<String> = (0..k)
+        .map(|i| format!("[{},0,{n},{crc}]", 1 + 2 * i))
+        .collect();
+    let text = format!(
+        "{{\"type\":\"sess-interned\",\"v\":1,\"defs\":[[5,{n},0]],\"refs\":[],\"line\":{{\"v\":{value}}}}}\n\
+         {{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[{}],\"line\":[{}]}}\n",
+        refs.join(","),
+        vec!["0"; k].join(",")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl");
+    std::fs::write(&bomb, text).unwrap();
+    for cmd in ["cat", "unpack", "filter", "stats"] {
+        let args = format!("{cmd} -q {} > /dev/null", bomb.display());
+        let out = common::sess_in_bash("ulimit -v 1000000 && ", &args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(
+            err.contains("bomb.jsonl:2: cannot keep interned values: not enough memory for the"),
+            "{cmd}: {err}"
+        );
+    }
+}
