@@ -16,6 +16,7 @@ use crate::profile::{Choice, Chooser, Overrides, registry};
 
 /// The bucket for lines that have no kind.
 pub use crate::filter::NO_KIND as NO_TYPE;
+use crate::filter::{OTHER_KINDS, kind_entry};
 
 /// How many lines are searched for the producer's version.
 const VERSION_LINES: u64 = 16;
@@ -288,15 +289,7 @@ impl Stats {
                 .find_map(|path| crate::json::path(line.bytes, path))
                 .map(version_text);
         }
-        let key = kind.as_deref().unwrap_or(NO_TYPE);
-        match self.by_kind.get_mut(key) {
-            Some(s) => s.add(bytes),
-            None => {
-                let mut s = Tally::default();
-                s.add(bytes);
-                self.by_kind.insert(key.to_string(), s);
-            }
-        }
+        kind_entry(&mut self.by_kind, kind.as_deref().unwrap_or(NO_TYPE)).add(bytes);
         self.lines.add(bytes);
         self.torn += u64::from(!line.terminated());
     }
@@ -327,7 +320,10 @@ impl Stats {
                 bytes: s.bytes,
                 share: s.bytes as f64 / total,
                 largest: s.largest,
-                known: k == NO_TYPE || detected.profile.is_none() || profile.knows(k),
+                known: k == NO_TYPE
+                    || k == OTHER_KINDS
+                    || detected.profile.is_none()
+                    || profile.knows(k),
                 filtered_bytes: self.filter.by_kind.get(k).map_or(0, |c| c.bytes_out),
             })
             .collect();

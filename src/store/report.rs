@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::{Found, Log};
 use crate::event::{self, LastLine};
+use crate::filter::{MAX_KINDS, OTHER_KINDS};
 use crate::frames::reader::Recovery;
 use crate::input::{Flow, Input, OpenOptions};
 use crate::io::Ending;
@@ -269,6 +270,7 @@ fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) ->
     let mut producers: BTreeMap<String, ProducerRow> = BTreeMap::new();
     let mut sessions: BTreeMap<(String, String), SessionRow> = BTreeMap::new();
     let mut kinds: BTreeMap<(String, String), KindRow> = BTreeMap::new();
+    let mut kinds_held: BTreeMap<String, usize> = BTreeMap::new();
     let mut ages: Vec<AgeRow> = AGES
         .iter()
         .map(|&(label, from_days, to_days)| AgeRow {
@@ -326,15 +328,24 @@ fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) ->
         sr.pack_bytes += s.pack_bytes.min(s.size);
         sr.age_days = sr.age_days.min(s.age.as_secs_f64() / DAY as f64);
         for (kind, class, count, bytes) in &s.kinds {
-            let k = kinds
-                .entry((s.producer.clone(), kind.clone()))
-                .or_insert_with(|| KindRow {
-                    producer: s.producer.clone(),
-                    kind: kind.clone(),
-                    class,
-                    count: 0,
-                    bytes: 0,
-                });
+            // Kinds a producer's logs hold apart: at most MAX_KINDS, and the rest in one row,
+            // as for one log.
+            let key = (s.producer.clone(), kind.clone());
+            let held = kinds_held.entry(s.producer.clone()).or_default();
+            let key = match kinds.contains_key(&key) || *held < MAX_KINDS {
+                true => key,
+                false => (s.producer.clone(), OTHER_KINDS.to_string()),
+            };
+            if !kinds.contains_key(&key) && key.1 != OTHER_KINDS {
+                *held += 1;
+            }
+            let k = kinds.entry(key).or_insert_with_key(|(_, kind)| KindRow {
+                producer: s.producer.clone(),
+                kind: kind.clone(),
+                class,
+                count: 0,
+                bytes: 0,
+            });
             k.count += count;
             k.bytes += bytes;
         }
