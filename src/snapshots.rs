@@ -412,7 +412,7 @@ impl Checked {
         if is_base(&ops) {
             return None;
         }
-        let wire = self.encoder.encode(&ops);
+        let wire = self.encoder.encode(ops);
         let mut rebuilt = Some(std::mem::replace(&mut self.value, Value::Null));
         let spelled = &mut self.spelled;
         let applied = self.decoder.decode(&wire).ok().is_some_and(|ops| {

@@ -195,7 +195,7 @@ fn run(start: u32, muts: &[Mutation], rebase_every: Option<usize>) -> Result<(),
         if step == 0 {
             prop_assert!(is_base(&ops));
         }
-        let wire = encoder.encode(&ops).to_json();
+        let wire = encoder.encode(ops.clone()).to_json();
         let decoded = decoder
             .decode(&Value::parse(&wire).unwrap())
             .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
@@ -257,7 +257,7 @@ fn rolling_window_over_a_long_text_stays_small() {
         );
         let next = Value::Object(vec![(units("out"), Value::String(s))]);
         let ops = diff(Some(&prev), &next, Limits::default());
-        total += encoder.encode(&ops).to_json().len();
+        total += encoder.encode(ops).to_json().len();
         prev = next;
     }
     // A set would carry 50 KB per step; truncate + append carry about 100 bytes.

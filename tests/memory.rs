@@ -7,16 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::sess;
-
-/// [`common::peak_memory`], after this process's peak is set back to what it holds now
-/// (clear_refs): a child's peak starts from this process's, as it was when the child began
-/// (it shares its memory until it execs). This test is alone in its file, so it holds
-/// little, and no other test runs beside it.
-fn peak_memory(cmd: &mut std::process::Command) -> (i32, u64) {
-    std::fs::write("/proc/self/clear_refs", "5").expect("cannot reset this process's peak");
-    common::peak_memory(cmd)
-}
+use common::{peak_memory_alone as peak_memory, sess};
 
 /// Base64 of random bytes, as an image is: zstd cannot shrink it much, so a copy of it
 /// compressed whole takes room too.

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let Ok(rec) = general else { continue };
         let Ok(ops) = Decoder::default().decode(&rec.ops) else { continue };
-        let wire = Encoder::default().encode(&ops).to_json();
+        let wire = Encoder::default().encode(ops.clone()).to_json();
         let again = Decoder::default().decode(&Value::parse(&wire).expect("the encoder writes JSON"));
         assert_eq!(again.as_ref().ok(), Some(&ops));
         for op in ops {

@@ -89,8 +89,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         } else {
             diff(prev.as_ref(), &next, Limits::default())
         };
-        let wire = encoder.encode(&ops);
-        sink.write_all(&oplist::diff_record(seq, is_base(&ops), wire))?;
+        let base = is_base(&ops);
+        let wire = encoder.encode(ops);
+        sink.write_all(&oplist::diff_record(seq, base, wire))?;
         sink.write_all(b"\n")?;
         prev = Some(next);
         seq += 1;

@@ -265,9 +265,9 @@ impl Printer<'_> {
         r.last_seq = applied.seq;
         let line = if self.args.ops {
             let ops = Value::Array(applied.ops.iter().map(Op::to_value).collect());
-            Some(oplist::state_record(applied.seq, "ops", ops))
+            Some(oplist::state_record(applied.seq, "ops", &ops))
         } else if self.args.states {
-            let value = applied.value.cloned().unwrap_or(Value::Null);
+            let value = applied.value.unwrap_or(&Value::Null);
             Some(oplist::state_record(applied.seq, "value", value))
         } else {
             None

@@ -162,6 +162,15 @@ pub fn peak_memory(cmd: &mut std::process::Command) -> (i32, u64) {
     (libc::WEXITSTATUS(status), usage.ru_maxrss as u64 * 1024)
 }
 
+/// [`peak_memory`], after this process's peak is set back to what it holds now
+/// (clear_refs): a child's peak starts from this process's, as it was when the child began
+/// (it shares its memory until it execs). For a test alone in its file, which holds
+/// little, with no other test beside it. Linux only.
+pub fn peak_memory_alone(cmd: &mut std::process::Command) -> (i32, u64) {
+    std::fs::write("/proc/self/clear_refs", "5").expect("cannot reset this process's peak");
+    peak_memory(cmd)
+}
+
 /// An old-generation pi stream of one reply streamed in `n` deltas: each update holds the
 /// reply so far twice (the event's `partial` and the `message`).
 pub fn pi_old_reply(n: usize) -> String {
