@@ -258,16 +258,14 @@ impl Readers {
         if !intern::is_interned(line) {
             return Ok(Verdict::Keep);
         }
-        match self.input.read(line, &mut self.rebuilt) {
-            Ok(()) => {}
-            Err(intern::Error::Io(e)) => return Err(e),
-            Err(e) => return Ok(Verdict::Lose(unreadable(e))),
+        if let Err(e) = self.input.read(line, &mut self.rebuilt) {
+            return Ok(Verdict::Lose(unreadable(e.into_fatal()?)));
         }
         match self.output.read(line, &mut self.scratch) {
             Ok(()) if self.scratch == self.rebuilt => return Ok(Verdict::Keep),
-            Err(intern::Error::Io(e)) => return Err(e),
+            Ok(()) => {}
             // It refers to a value a dropped line defined.
-            _ => {}
+            Err(e) => _ = e.into_fatal()?,
         }
         let mut alone = Vec::new();
         intern::standalone(line, &self.rebuilt, &mut alone).map_err(io::Error::other)?;
@@ -279,8 +277,7 @@ impl Readers {
     fn verdict_glued(&mut self, line: &[u8], at: usize) -> io::Result<Verdict> {
         let second = match self.input.read_glued(line, at, &mut self.rebuilt) {
             Ok(second) => second,
-            Err(intern::Error::Io(e)) => return Err(e),
-            Err(e) => return Ok(Verdict::Lose(unreadable(e))),
+            Err(e) => return Ok(Verdict::Lose(unreadable(e.into_fatal()?))),
         };
         let mut alone = Vec::new();
         intern::standalone_glued((line, at), (&self.rebuilt, second), &mut alone)
@@ -290,10 +287,14 @@ impl Readers {
 
     /// `alone`, a line written to stand alone, read by the reader of the output.
     fn alone(&mut self, alone: Vec<u8>) -> io::Result<Verdict> {
-        match self.output.read(&alone, &mut self.scratch) {
+        match self
+            .output
+            .read(&alone, &mut self.scratch)
+            .map_err(intern::Error::into_fatal)
+        {
             Ok(()) => Ok(Verdict::Alone(alone)),
-            Err(intern::Error::Io(e)) => Err(e),
-            Err(e) => Err(io::Error::other(format!(
+            Err(Err(e)) => Err(e),
+            Err(Ok(e)) => Err(io::Error::other(format!(
                 "a line written to stand alone: {e}"
             ))),
         }
@@ -314,18 +315,19 @@ fn frame_lines<R: Read + ?Sized>(
     mut line: Vec<u8>,
     mut f: impl FnMut(&[u8], Option<usize>) -> io::Result<()>,
 ) -> io::Result<(Outcome, Vec<u8>)> {
-    let mut first = true;
-    let mut glue = None;
+    // Judged on the whole first line, not on the first bytes decoded: a call may give none
+    // (a block larger than the input buffer), or few.
+    let mut carried = Some(line.len()).filter(|&n| n > 0);
     let outcome = decode::frame(src, |b| {
-        if std::mem::take(&mut first) && intern::glued(&line, b) {
-            glue = Some(line.len());
-        }
         for piece in b.split_inclusive(|&c| c == b'\n') {
             match piece.strip_suffix(b"\n") {
                 Some(end) if line.is_empty() => f(end, None)?,
                 Some(end) => {
                     line.extend_from_slice(end);
-                    f(&line, glue.take())?;
+                    let glue = carried
+                        .take()
+                        .filter(|&at| intern::glued(&line[..at], &line[at..]));
+                    f(&line, glue)?;
                     line.clear();
                 }
                 None => line.extend_from_slice(piece),
@@ -704,10 +706,9 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
             // Readers of the input rebuild it still, and keep what it defines.
             Some(why) => {
                 if intern::is_interned(line.bytes)
-                    && let Err(intern::Error::Io(e)) =
-                        readers.input.read(line.bytes, &mut readers.rebuilt)
+                    && let Err(e) = readers.input.read(line.bytes, &mut readers.rebuilt)
                 {
-                    return Err(e);
+                    e.into_fatal()?;
                 }
                 Verdict::Lose(why)
             }
