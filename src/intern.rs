@@ -89,8 +89,10 @@ pub fn is_interned(line: &[u8]) -> bool {
 /// whole (one JSON value), so that a line pzstd cut between two frames is not taken for
 /// one.
 pub fn glued(carry: &[u8], next: &[u8]) -> bool {
-    !carry.is_empty()
-        && (is_interned(next) || is_interned(carry) && crate::json::validate(carry).is_ok())
+    // The `}` first: a long interned line cut into many frames is not validated whole at
+    // each of them.
+    let whole = |c: &[u8]| c.trim_ascii_end().ends_with(b"}") && crate::json::validate(c).is_ok();
+    !carry.is_empty() && (is_interned(next) || is_interned(carry) && whole(carry))
 }
 
 /// Values kept on disk by id; memory holds where each one is, the last ones put or read
@@ -621,6 +623,21 @@ pub enum Error {
     Mismatch(u64),
     #[error("cannot keep interned values: {0}")]
     Io(#[from] io::Error),
+    #[error("not enough memory for the {0}-byte line it stands for")]
+    Memory(u64),
+}
+
+impl Error {
+    /// The error that ends reading, rather than costing one line: the store failed, or the
+    /// line does not fit in memory (on a larger machine it would read). Any other is a
+    /// line that cannot be rebuilt.
+    pub fn into_fatal(self) -> Result<Error, io::Error> {
+        match self {
+            Error::Io(e) => Err(e),
+            Error::Memory(_) => Err(io::Error::new(io::ErrorKind::OutOfMemory, self.to_string())),
+            e => Ok(e),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -664,7 +681,7 @@ impl Reader {
     pub fn read(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         out.clear();
         let (header, stored) = split(line)?;
-        reserve_rebuilt(&header, stored.len(), out)?;
+        self.reserve_rebuilt(&header, stored.len(), out)?;
         let mut copied = 0;
         let mut first_error = None;
         // Unresolved refs, as ranges of the line rebuilt: their bytes are not in `out`,
@@ -761,14 +778,39 @@ impl Reader {
                 continue;
             }
             match self.read(bytes, &mut part) {
-                Ok(()) => out.extend_from_slice(&part),
-                Err(e @ Error::Io(_)) => return Err(e),
+                Ok(()) => {
+                    out.try_reserve(part.len())
+                        .map_err(|_| Error::Memory((out.len() + part.len()) as u64))?;
+                    out.extend_from_slice(&part);
+                }
+                Err(e @ (Error::Io(_) | Error::Memory(_))) => return Err(e),
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
             }
         }
         first_error.map_or(Ok(second), Err)
+    }
+
+    /// Makes room in `out` for the line that `header`'s refs and `stored` bytes rebuild,
+    /// all at once: a few bytes of refs to one large value can stand for gigabytes, and
+    /// growing into them step by step doubled the memory, then aborted when an allocation
+    /// failed. Only refs to values at hand count, at most their length: a damaged ref's
+    /// length asks for nothing. Fails when the memory cannot be had.
+    fn reserve_rebuilt(
+        &self,
+        header: &Header,
+        stored: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let refs: u64 = header
+            .refs
+            .iter()
+            .filter_map(|&[_, id, len, _]| Some(len.min(self.store.len_of(id)? as u64)))
+            .fold(0, u64::saturating_add);
+        let total = (stored as u64 + refs).min(MAX_LINE as u64);
+        out.try_reserve_exact(total as usize)
+            .map_err(|_| Error::Memory(total))
     }
 
     /// Appends what a ref stands for to `out`: value `id` whole, or its first `len` bytes
@@ -798,33 +840,6 @@ impl Reader {
         }
         Ok(())
     }
-}
-
-/// Makes room in `out` for the line that `header`'s refs and `stored` bytes rebuild, all
-/// at once: a few bytes of refs to one large value can stand for gigabytes, and growing
-/// into them step by step doubled the memory, then aborted when an allocation failed. It
-/// fails, naming the size, when the memory cannot be had (or the line would be longer
-/// than [`MAX_LINE`]).
-fn reserve_rebuilt(header: &Header, stored: usize, out: &mut Vec<u8>) -> Result<(), Error> {
-    // At most this: each ref's placeholder (`0` or `[0`) is not part of the line.
-    let total = header
-        .refs
-        .iter()
-        .try_fold(stored as u64, |n, &[_, _, len, _]| n.checked_add(len));
-    let total = match total {
-        Some(n) if n <= MAX_LINE as u64 => n as usize,
-        _ => {
-            return Err(Error::Malformed(format!(
-                "the line would be longer than {MAX_LINE} bytes"
-            )));
-        }
-    };
-    out.try_reserve_exact(total).map_err(|_| {
-        Error::Io(io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("not enough memory for the {total}-byte line this line stands for"),
-        ))
-    })
 }
 
 /// The bytes a def `[AT,LEN,ID]` names in a rebuilt line of `line_len` bytes.

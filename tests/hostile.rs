@@ -229,8 +229,21 @@ fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() 
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
         assert!(
-            err.contains("bomb.jsonl:2: cannot keep interned values: not enough memory for the"),
+            err.contains("bomb.jsonl:2: not enough memory for the 1572867"),
             "{cmd}: {err}"
         );
     }
+    // A damaged ref's length asks for nothing: the ref is what is wrong.
+    let damaged = "{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[[5,7,3000000000,1]],\"line\":{\"v\":0}}\n";
+    std::fs::write(&bomb, damaged).unwrap();
+    let args = format!("cat -q {} > /dev/null", bomb.display());
+    let out = common::sess_in_bash("ulimit -v 1000000 && ", &args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refers to value 7, which is not defined"),
+        "{err}"
+    );
 }

@@ -262,9 +262,10 @@ impl Defs {
                 if !intern::is_interned(line.bytes) || line.is_torn() {
                     continue;
                 }
-                // Only failing to keep what it defines (the disk) stops priming.
-                if let Err(intern::Error::Io(e)) = self.reader.read(line.bytes, &mut buf) {
-                    return Err(e).with_context(|| format!("{name}: cannot keep interned values"));
+                // Only failing to keep what it defines (the disk, or memory) stops priming.
+                if let Err(e) = self.reader.read(line.bytes, &mut buf) {
+                    e.into_fatal()
+                        .with_context(|| format!("{name}: cannot rebuild interned lines"))?;
                 }
             }
         }
