@@ -219,10 +219,46 @@ fn a_stream_packed_onto_the_file_it_reads_leaves_the_file_alone() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("has it open (is it this stream's input"),
+        err.contains("is reading it (is it this stream's input"),
         "{err}"
     );
     assert!(std::fs::read(&f).unwrap() == text);
+    // A reader at the end (`tail -f`) loses nothing: the file is packed over.
+    let mut tail = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$1\"; cat <&3 >/dev/null; exec sleep 30")
+        .arg("sh")
+        .arg(&f)
+        .spawn()
+        .unwrap();
+    // Until it holds the file at its end (sh execs sleep: the pid stays).
+    let fdinfo = format!("/proc/{}/fdinfo/3", tail.id());
+    let at_end = format!("pos:\t{}\n", text.len());
+    for _ in 0..250 {
+        if std::fs::read_to_string(&fdinfo).is_ok_and(|t| t.starts_with(&at_end)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = common::sess_in_bash(
+        &format!("cat '{}' | ", testdata("pi-old.jsonl").display()),
+        &format!("pack -f -o '{}'", f.display()),
+    )
+    .output()
+    .unwrap();
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sess()
+        .arg("unpack")
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout(std::fs::read(testdata("pi-old.jsonl")).unwrap());
 }
 
 /// Whether `child` has a file in `dir` open: named, or made with `O_TMPFILE` (which

@@ -427,17 +427,18 @@ impl InPlace {
         self.lock()?;
         let f = self.file.as_ref().expect("locked above");
         if !self.truncated {
-            // Truncating a file another process reads destroys what it has yet to read:
-            // `cat F | sess pack -o F -f` lost F. Once the first bytes are here, a reader
-            // that feeds this stream has opened it, and still holds it unless all it read
-            // is already in the pipe.
+            // Truncating a file another process is reading destroys what it has yet to
+            // read: `cat F | sess pack -o F -f` lost F. Once the first bytes are here, a
+            // reader that feeds this stream has opened it, and is still short of its end
+            // unless all it read is already in the pipe. (A reader that opens it later,
+            // as `cat log F | sess pack -o F -f` does, is not seen.)
             if f.metadata()?.len() > 0
-                && let Some(pid) = crate::io::writers::holder_of(&self.path)
+                && let Some(pid) = crate::io::writers::unfinished_reader_of(&self.path)
             {
                 return Err(io::Error::other(format!(
-                    "process {pid} has it open (is it this stream's input, as in `cat F | \
+                    "process {pid} is reading it (is it this stream's input, as in `cat F | \
                      sess pack -o F -f`?): a stream is written in place, which would destroy \
-                     what that process reads; not replaced"
+                     what that process has yet to read; not replaced"
                 )));
             }
             f.set_len(0)?;

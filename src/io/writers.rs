@@ -24,20 +24,30 @@ pub struct Writers {
     by_file: HashMap<FileId, u32>,
     /// Whether `/proc` could be read at all; when not, nothing is known.
     pub checked: bool,
-    /// Descriptors open for reading only count too.
-    readers_too: bool,
+    /// Which descriptors count.
+    wanted: Wanted,
+}
+
+/// Which descriptors a scan looks for.
+#[derive(Debug, Default, Clone, Copy)]
+enum Wanted {
+    /// Open for writing.
+    #[default]
+    Writing,
+    /// At a place before this size: a reader with bytes still to read.
+    Before(u64),
 }
 
 impl Writers {
     /// Scans every process but this one for descriptors open for writing on regular files
     /// under `roots` (canonical paths).
     pub fn scan(roots: &[PathBuf]) -> Writers {
-        Writers::scan_for(roots, false)
+        Writers::scan_for(roots, Wanted::Writing)
     }
 
-    fn scan_for(roots: &[PathBuf], readers_too: bool) -> Writers {
+    fn scan_for(roots: &[PathBuf], wanted: Wanted) -> Writers {
         let mut w = Writers {
-            readers_too,
+            wanted,
             ..Writers::default()
         };
         let Ok(procs) = fs::read_dir("/proc") else {
@@ -64,7 +74,9 @@ impl Writers {
     /// A descriptor whose path is not under a root may still be one of their files: opened
     /// through a hard link, a bind mount, or in another mount namespace (an agent in a
     /// container writing a store mounted into it), where paths differ. Such a file is on
-    /// a root's device: only those are looked at more closely.
+    /// a root's device. The descriptor's fdinfo is read first (procfs, which never
+    /// blocks), and only one that counts is stat-ed: a stat onto a hung network mount
+    /// would hang the scan.
     fn scan_process(&mut self, pid: u32, roots: &[PathBuf], devices: &[u64]) {
         let dir = PathBuf::from(format!("/proc/{pid}/fd"));
         // A process that ended, or one this user may not look into.
@@ -84,15 +96,19 @@ impl Writers {
             if !under && elsewhere {
                 continue;
             }
+            let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+            let counts = fs::read_to_string(info).is_ok_and(|t| match self.wanted {
+                Wanted::Writing => writes(&t),
+                Wanted::Before(size) => position(&t).is_some_and(|pos| pos < size),
+            });
+            if !counts {
+                continue;
+            }
             let Some(meta) = fs::metadata(fd.path()).ok().filter(|m| m.is_file()) else {
                 continue;
             };
             let id = id_of(&meta);
-            if !under && !devices.contains(&id.0) {
-                continue;
-            }
-            let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
-            if self.readers_too || fs::read_to_string(info).is_ok_and(|t| writes(&t)) {
+            if under || devices.contains(&id.0) {
                 self.by_file.insert(id, pid);
             }
         }
@@ -119,16 +135,26 @@ pub fn why_busy(path: &Path, before: &fs::Metadata) -> std::io::Result<Option<St
         .map(|pid| format!("process {pid} has it open for writing")))
 }
 
-/// A process other than this one that holds `path` open, for reading or writing, if one
-/// does (and this user may see it).
-pub fn holder_of(path: &Path) -> Option<u32> {
+/// A process other than this one that holds `path` open at a place before its end (a
+/// reader with bytes still to read), if one does and this user may see it. One at the end
+/// (`tail -f`) loses nothing when the file is cut.
+pub fn unfinished_reader_of(path: &Path) -> Option<u32> {
     let meta = fs::metadata(path).ok()?;
-    Writers::scan_for(&canonical(&[path.to_path_buf()]), true).writer_of(&meta)
+    let wanted = Wanted::Before(meta.len());
+    Writers::scan_for(&canonical(&[path.to_path_buf()]), wanted).writer_of(&meta)
 }
 
 /// Whether a file's size or modification time differs from `before`'s.
 pub fn changed(now: &fs::Metadata, before: &fs::Metadata) -> std::io::Result<bool> {
     Ok(now.len() != before.len() || now.modified()? != before.modified()?)
+}
+
+/// The file position an fdinfo text gives (`pos:`).
+fn position(fdinfo: &str) -> Option<u64> {
+    fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("pos:"))
+        .and_then(|p| p.trim().parse().ok())
 }
 
 /// Whether an fdinfo text says the descriptor was opened for writing (O_WRONLY or O_RDWR
@@ -178,6 +204,8 @@ mod tests {
         assert!(writes("pos:\t0\nflags:\t02102002\n"));
         assert!(!writes("pos:\t0\nflags:\t0100000\n"));
         assert!(!writes("pos:\t0\n"));
+        assert_eq!(position("pos:\t123\nflags:\t0100000\n"), Some(123));
+        assert_eq!(position("flags:\t0100000\n"), None);
     }
 
     /// Which process a scan under `roots` finds writing the file of `meta`, while a
