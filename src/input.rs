@@ -470,7 +470,7 @@ pub fn rebuild<'a>(
 
 /// [`rebuild`] for a line in which a new file begins at `at` ([`Glues`]): each part
 /// rebuilt, one after the other.
-fn rebuild_glued<'a>(
+pub fn rebuild_glued<'a>(
     name: &str,
     line: Line<'a>,
     at: usize,

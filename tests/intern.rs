@@ -1097,6 +1097,12 @@ fn files_joined_with_cat_read_as_their_logs_joined_when_the_first_has_no_final_n
     std::fs::write(&joined, [a, b].concat()).unwrap();
     let want = [unended, &log[..]].concat();
     assert!(stdout_ok(sess().arg("unpack").arg(&joined)) == want);
+    // Read from the end, frame by frame, the glued line too (the 150th from the end).
+    let all = lines(&want);
+    for n in [1, 149, 150, 160] {
+        let tail = stdout_ok(sess().args(["cat", "--tail", &n.to_string()]).arg(&joined));
+        assert!(tail == all[all.len() - n..].concat(), "--tail {n}");
+    }
     // Repair writes the glued line to stand alone, and the lines after it as they were
     // or standing alone: the repaired file reads back the same.
     let fixed = dir.path().join("fixed.zst");

@@ -9,10 +9,11 @@ use crate::cli::{Global, IoArgs};
 use crate::range::Range;
 use sess::event::{self, Event, KindSelection, LastLine};
 use sess::frames::Recovery;
+use sess::frames::reader::Glues;
 use sess::frames::seek::Seekable;
 use sess::input::{self, Flow, Input};
 use sess::intern;
-use sess::io::Sink;
+use sess::io::{Line, Sink};
 
 const ABOUT: &str = "Print the logical events of a log as JSONL";
 
@@ -254,16 +255,22 @@ impl Defs {
         self.primed_for = Some(k);
         let name = file.name().to_string();
         let mut buf = Vec::new();
+        let crossings = file.crossings();
         for j in self.from..k {
             let mut lines = file
                 .lines(j)
                 .with_context(|| format!("{name}: cannot read"))?;
             while let Ok(Some(line)) = lines.next_line() {
-                if !intern::is_interned(line.bytes) || line.is_torn() {
-                    continue;
-                }
+                let read = match glue_in(&crossings, &line) {
+                    _ if line.is_torn() => continue,
+                    Some(at) => self.reader.read_glued(line.bytes, at, &mut buf).map(drop),
+                    None if intern::is_interned(line.bytes) => {
+                        self.reader.read(line.bytes, &mut buf)
+                    }
+                    None => continue,
+                };
                 // Only failing to keep what it defines (the disk, or memory) stops priming.
-                if let Err(e) = self.reader.read(line.bytes, &mut buf) {
+                if let Err(e) = read {
                     e.into_fatal()
                         .with_context(|| format!("{name}: cannot rebuild interned lines"))?;
                 }
@@ -280,6 +287,14 @@ impl Defs {
         self.back = self.back.max(k - self.from).saturating_mul(2);
         self.from > 0
     }
+}
+
+/// Where a new file begins inside `line`, when it runs on from one frame into the next
+/// and the two parts are lines glued ([`intern::glued`]).
+fn glue_in(crossings: &Glues, line: &Line<'_>) -> Option<usize> {
+    crossings
+        .inside(line.offset, line.bytes.len())
+        .filter(|&at| intern::glued(&line.bytes[..at], &line.bytes[at..]))
 }
 
 /// How reading a frame's events ended.
@@ -313,6 +328,7 @@ fn frame_events(
     // without the definitions at hand, reading stops, the frames before are read for
     // them, and the frame is read again from the line where it stopped.
     let mut skip = 0;
+    let crossings = file.crossings();
     loop {
         let mut stopped_at = None;
         let mut lines = file
@@ -325,13 +341,18 @@ fn frame_events(
             .with_context(|| format!("{name}: cannot read"))?
         {
             n += 1;
-            if intern::is_interned(line.bytes) && defs.next != k {
+            let glue = glue_in(&crossings, &line);
+            if (glue.is_some() || intern::is_interned(line.bytes)) && defs.next != k {
                 stopped_at = Some(n - 1);
                 break;
             }
             // Lines written before priming again are read again only for what they
             // define.
-            let line = match input::rebuild(&name, line, &mut defs.reader, &mut rebuilt) {
+            let line = match glue {
+                Some(at) => input::rebuild_glued(&name, line, at, &mut defs.reader, &mut rebuilt),
+                None => input::rebuild(&name, line, &mut defs.reader, &mut rebuilt),
+            };
+            let line = match line {
                 Ok(_) if n <= skip => continue,
                 Ok(line) => line,
                 // Priming began after a definition this line needs.

@@ -101,10 +101,17 @@ pub struct Glues {
 }
 
 impl Glues {
-    fn push(&self, offset: u64) {
+    pub fn push(&self, offset: u64) {
         let mut at = self.at.lock().unwrap_or_else(|e| e.into_inner());
         at.push_back(offset);
         self.pending.store(at.len(), Ordering::Release);
+    }
+
+    /// Forgets every glue (reading begins again elsewhere).
+    pub fn clear(&self) {
+        let mut at = self.at.lock().unwrap_or_else(|e| e.into_inner());
+        at.clear();
+        self.pending.store(0, Ordering::Release);
     }
 
     /// The place of the next glue, counted from the line's first byte, when it lies

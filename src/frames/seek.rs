@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::index::Index;
-use super::reader::{FrameReader, Health, Recovery};
+use super::reader::{FrameReader, Glues, Health, Recovery};
 use super::walk::{self, End, Kind};
 use crate::io::LineReader;
 use crate::io::read::read_some;
@@ -42,6 +42,10 @@ pub struct Seekable {
     /// The lines and bytes of the frames before each, when the index says for all of them:
     /// summed once, not at each frame read in order.
     before: Vec<Option<(u64, u64)>>,
+    /// Where the lines being read run on from one frame into the next (a file joined with
+    /// `cat`, or cut by pzstd), for a reader to tell whether the two parts are lines glued
+    /// ([`super::reader::Glues`]); each [`Seekable::lines`] begins them again.
+    crossings: Arc<Glues>,
 }
 
 impl Seekable {
@@ -66,7 +70,14 @@ impl Seekable {
             before: sizes_before(&frames),
             frames,
             health: Arc::default(),
+            crossings: Arc::default(),
         }))
+    }
+
+    /// Where the lines of the last [`Seekable::lines`] run on into a later frame, by their
+    /// offsets as that reader numbers them.
+    pub fn crossings(&self) -> Arc<Glues> {
+        Arc::clone(&self.crossings)
     }
 
     /// The file's name, for messages.
@@ -120,6 +131,7 @@ impl Seekable {
     pub fn lines(&mut self, k: usize) -> io::Result<LineReader<impl Read + '_>> {
         let (lines, offset) = self.before[k].unwrap_or_default();
         let begun = self.frames[k].size.is_none() && !self.line_ends_before(k)?;
+        self.crossings.clear();
         let mut bytes = Spanning {
             current: self.frame(k),
             file: self,
@@ -130,8 +142,10 @@ impl Seekable {
             tail: false,
             held: Vec::new(),
             held_at: 0,
+            given: 0,
         };
         let skipped = if begun { bytes.skip_past_newline()? } else { 0 };
+        bytes.given = offset + skipped;
         Ok(LineReader::starting_at(bytes, lines, offset + skipped))
     }
 
@@ -196,6 +210,8 @@ struct Spanning<'a> {
     /// Bytes read past the end of a line begun in an earlier frame, to go out first.
     held: Vec<u8>,
     held_at: usize,
+    /// The offset of the next byte to go out, as the line reader numbers it.
+    given: u64,
 }
 
 impl Spanning<'_> {
@@ -228,6 +244,7 @@ impl Read for Spanning<'_> {
             out[..n].copy_from_slice(&self.held[self.held_at..self.held_at + n]);
             self.held_at += n;
             self.last = out[..n].last().copied().or(self.last);
+            self.given += n as u64;
             return Ok(n);
         }
         loop {
@@ -246,6 +263,7 @@ impl Read for Spanning<'_> {
                 if !self.tail {
                     self.frame_last = self.last;
                 }
+                self.given += n as u64;
                 return Ok(n);
             }
             if !self.tail {
@@ -258,6 +276,7 @@ impl Read for Spanning<'_> {
             self.current = self.file.frame(self.next);
             self.next += 1;
             self.tail = true;
+            self.file.crossings.push(self.given);
         }
     }
 }
