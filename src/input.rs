@@ -328,13 +328,15 @@ pub fn each_line_of<E: From<Error>>(
     let name = src.name.clone();
     let bar = src.progress_bar();
     let mut lines = LineReader::new(src.reader);
-    // Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
-    let mut interned = intern::Reader::default();
-    let mut rebuilt = Vec::new();
-    let mut shift = Shift::default();
+    let mut rebuilder = Rebuilder::default();
     let mut tally = Tally::new(src.check);
-    // Lines were lost since the last line handed on ([`Health::gaps`]).
-    let mut lost = false;
+    let origin = Origin {
+        name: &name,
+        glues: &src.glues,
+        health: &src.health,
+        skip_corrupt: src.skip_corrupt,
+        collect: src.collect,
+    };
     // The bad lines read are told even when the input then fails.
     let mut read = || -> Result<Flow, E> {
         // Inside, so that the progress bar is cleared on this error too.
@@ -345,38 +347,12 @@ pub fn each_line_of<E: From<Error>>(
                 || Place::file(&name).offset(offset),
                 "cannot read (decompressed)",
             )?;
-            let Some(mut line) = line else {
+            let Some(line) = line else {
                 return Ok(Flow::More);
             };
-            let glue = src.glues.inside(line.offset, line.bytes.len());
-            if src.skip_corrupt {
-                let skips = shift.seen;
-                let (lines, bytes) = shift.lost_before(&src.health, line.offset);
-                lost |= shift.seen > skips;
-                line.number += lines;
-                line.offset += bytes;
-            }
-            let line = match glue {
-                Some(at) => rebuild_glued(&name, line, at, &mut interned, &mut rebuilt),
-                None => rebuild(&name, line, &mut interned, &mut rebuilt),
+            let Some(line) = rebuilder.line(&origin, line)? else {
+                continue;
             };
-            let line = match line {
-                Ok(line) => line,
-                Err(e) if src.skip_corrupt => {
-                    if !src.collect {
-                        eprintln!(
-                            "sess: warning: {e}; the line is skipped (--recovery skip-corrupt)"
-                        );
-                    }
-                    Health::lock(&src.health).notices.push(e.to_string());
-                    lost = true;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            if std::mem::take(&mut lost) {
-                Health::lock(&src.health).gaps += 1;
-            }
             let number = line.number;
             tally.line(&name, &line)?;
             match f(&name, line) {
@@ -401,6 +377,66 @@ pub fn each_line_of<E: From<Error>>(
         cut_short(&name, size, lines.offset(), &src.health, src.collect);
     }
     flow
+}
+
+/// What [`Rebuilder::line`] needs of the input its lines come from.
+struct Origin<'s> {
+    name: &'s str,
+    glues: &'s Glues,
+    health: &'s Mutex<Health>,
+    skip_corrupt: bool,
+    collect: bool,
+}
+
+/// Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.
+#[derive(Default)]
+struct Rebuilder {
+    interned: intern::Reader,
+    rebuilt: Vec<u8>,
+    shift: Shift,
+    /// Lines were lost since the last line handed on ([`Health::gaps`]).
+    lost: bool,
+}
+
+impl Rebuilder {
+    /// The line `line` stands for (rebuilt when interned, or glued to a new file's first
+    /// line), numbered as in the original; `None` for a line skipped under
+    /// `--recovery skip-corrupt`, having lost the values it needs.
+    fn line<'a>(
+        &'a mut self,
+        o: &Origin<'_>,
+        mut line: Line<'a>,
+    ) -> Result<Option<Line<'a>>, Error> {
+        let glue = o.glues.inside(line.offset, line.bytes.len());
+        if o.skip_corrupt {
+            let skips = self.shift.seen;
+            let (lines, bytes) = self.shift.lost_before(o.health, line.offset);
+            self.lost |= self.shift.seen > skips;
+            line.number += lines;
+            line.offset += bytes;
+        }
+        let (interned, buf) = (&mut self.interned, &mut self.rebuilt);
+        let line = match glue {
+            Some(at) => rebuild_glued(o.name, line, at, interned, buf),
+            None => rebuild(o.name, line, interned, buf),
+        };
+        let line = match line {
+            Ok(line) => line,
+            Err(e) if o.skip_corrupt => {
+                if !o.collect {
+                    eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
+                }
+                Health::lock(o.health).notices.push(e.to_string());
+                self.lost = true;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        if std::mem::take(&mut self.lost) {
+            Health::lock(o.health).gaps += 1;
+        }
+        Ok(Some(line))
+    }
 }
 
 /// Tells that a plain file ended before the size it had when opened: another program cut it

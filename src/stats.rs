@@ -16,7 +16,7 @@ use crate::profile::{Choice, Chooser, Overrides, registry};
 
 /// The bucket for lines that have no kind.
 pub use crate::filter::NO_KIND as NO_TYPE;
-use crate::filter::{OTHER_KINDS, kind_entry};
+use crate::filter::{OTHER_KINDS, with_kind};
 
 /// How many lines are searched for the producer's version.
 const VERSION_LINES: u64 = 16;
@@ -289,7 +289,9 @@ impl Stats {
                 .find_map(|path| crate::json::path(line.bytes, path))
                 .map(version_text);
         }
-        kind_entry(&mut self.by_kind, kind.as_deref().unwrap_or(NO_TYPE)).add(bytes);
+        with_kind(&mut self.by_kind, kind.as_deref().unwrap_or(NO_TYPE), |t| {
+            t.add(bytes)
+        });
         self.lines.add(bytes);
         self.torn += u64::from(!line.terminated());
     }

@@ -31,17 +31,19 @@ pub const MAX_KINDS: usize = 10_000;
 /// The bucket for the kinds past [`MAX_KINDS`].
 pub const OTHER_KINDS: &str = "(other kinds)";
 
-/// The entry of `kind` in a per-kind table, or of [`OTHER_KINDS`] once the table holds
-/// [`MAX_KINDS`] others.
-pub fn kind_entry<'a, V: Default>(table: &'a mut HashMap<String, V>, kind: &str) -> &'a mut V {
-    let key = match table.contains_key(kind) || table.len() < MAX_KINDS {
-        true => kind,
-        false => OTHER_KINDS,
-    };
-    if !table.contains_key(key) {
-        table.insert(key.to_string(), V::default());
+/// Calls `f` with the entry of `kind` in a per-kind table, or of [`OTHER_KINDS`] once the
+/// table holds [`MAX_KINDS`] others. (A closure, not a returned entry: one lookup for a
+/// kind already there, nearly every line.)
+pub fn with_kind<V: Default>(table: &mut HashMap<String, V>, kind: &str, f: impl FnOnce(&mut V)) {
+    if let Some(v) = table.get_mut(kind) {
+        return f(v);
     }
-    table.get_mut(key).expect("just inserted")
+    let key = if table.len() < MAX_KINDS {
+        kind
+    } else {
+        OTHER_KINDS
+    };
+    f(table.entry(key.to_string()).or_default())
 }
 
 #[derive(Debug, Clone)]
@@ -295,9 +297,10 @@ impl Filter {
         c.events_in += 1;
         c.bytes_in += n;
         if self.opts.per_kind {
-            let c = self.kind_counts(kind);
-            c.events_in += 1;
-            c.bytes_in += n;
+            with_kind(&mut self.by_kind, kind.unwrap_or(NO_KIND), |c| {
+                c.events_in += 1;
+                c.bytes_in += n;
+            });
         }
         if let Some(only) = self.opts.only {
             if only == class {
@@ -420,15 +423,12 @@ impl Filter {
         c.events_out += 1;
         c.bytes_out += n;
         if self.opts.per_kind {
-            let c = self.kind_counts(kind);
-            c.events_out += 1;
-            c.bytes_out += n;
+            with_kind(&mut self.by_kind, kind.unwrap_or(NO_KIND), |c| {
+                c.events_out += 1;
+                c.bytes_out += n;
+            });
         }
         Ok(())
-    }
-
-    fn kind_counts(&mut self, kind: Option<&str>) -> &mut Counts {
-        kind_entry(&mut self.by_kind, kind.unwrap_or(NO_KIND))
     }
 
     /// A frame run without a successor is the only copy of its output: keep it, as facts,
