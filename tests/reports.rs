@@ -268,14 +268,27 @@ fn stats_keeps_at_most_ten_thousand_kinds_apart() {
     assert_eq!(types.len(), 10_001);
     let other = types.iter().find(|t| t["type"] == "(other kinds)").unwrap();
     assert_eq!(other["count"], 50);
-    // A folder of two logs with 6,000 kinds each.
-    std::fs::write(dir.path().join("a.jsonl"), log("t", 6_000)).unwrap();
-    std::fs::write(dir.path().join("b.jsonl"), log("u", 6_000)).unwrap();
+    // A folder: 21 logs of 500 kinds each, and one of 600, whose summary keeps its
+    // largest 500 apart; of the 11,000 kinds kept apart, the folder's table keeps 10,000.
+    std::fs::remove_file(dir.path().join("a.jsonl")).unwrap();
+    for k in 0..21 {
+        std::fs::write(
+            dir.path().join(format!("l{k}.jsonl")),
+            log(&format!("l{k}-"), 500),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("0m.jsonl"), log("m", 600)).unwrap();
     let out = stdout_ok(sess().args(["stats", "--json"]).arg(dir.path()));
     let kinds = one_object(&out)["kinds"].as_array().unwrap().clone();
     assert_eq!(kinds.len(), 10_001);
     let other = kinds.iter().find(|k| k["type"] == "(other kinds)").unwrap();
-    assert_eq!(other["count"], 2_000);
+    assert_eq!(other["count"], 1_100);
     let counted: u64 = kinds.iter().map(|k| k["count"].as_u64().unwrap()).sum();
-    assert_eq!(counted, 12_000);
+    assert_eq!(counted, 21 * 500 + 600);
+    let named = |p: &str| {
+        let starts = |k: &&Value| k["type"].as_str().is_some_and(|t| t.starts_with(p));
+        kinds.iter().filter(starts).count()
+    };
+    assert_eq!(named("m"), 500);
 }

@@ -257,14 +257,31 @@ fn summarize(log: &Log, now: SystemTime, accuracy: Accuracy) -> Summary {
         filtered_bytes: r.filtered_bytes,
         pack_bytes: r.pack.bytes,
         compat_bytes,
-        kinds: r
-            .types
-            .iter()
-            .map(|t| (t.kind.clone(), t.class, t.count, t.bytes))
-            .collect(),
+        kinds: kept_kinds(&r.types),
         error: read.err().map(|e| e.to_string()),
     }
 }
+
+/// The kinds a log's summary keeps until the folder's figures are added up: its largest
+/// [`LOG_KINDS`], and the rest as one `(other kinds)` row. Every log's summary is held to
+/// the end, so 10,000 kinds a log grew with the number of logs.
+fn kept_kinds(types: &[crate::stats::KindRow]) -> Vec<(String, &'static str, u64, u64)> {
+    let mut kept: Vec<_> = types
+        .iter()
+        .take(LOG_KINDS)
+        .map(|t| (t.kind.clone(), t.class, t.count, t.bytes))
+        .collect();
+    let mut rest = types.iter().skip(LOG_KINDS).peekable();
+    if let Some(first) = rest.peek() {
+        let class = first.class;
+        let (count, bytes) = rest.fold((0, 0), |(c, b), t| (c + t.count, b + t.bytes));
+        kept.push((OTHER_KINDS.to_string(), class, count, bytes));
+    }
+    kept
+}
+
+/// See [`kept_kinds`]: far more than any producer writes.
+const LOG_KINDS: usize = 500;
 
 fn add_up(roots: &[PathBuf], found: &Found, logs: &[Summary], opts: &Options) -> StoreReport {
     let mut producers: BTreeMap<String, ProducerRow> = BTreeMap::new();
