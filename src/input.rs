@@ -94,11 +94,25 @@ pub fn file_compression(p: &Path) -> Result<Option<Compression>> {
         return Ok(None);
     }
     let name = p.display().to_string();
+    let f = File::open(p).at(Place::file(&name), "cannot open")?;
+    compression_of(&f, &name).map(Some)
+}
+
+/// [`file_compression`] of a regular file already open (`name` for messages), read from
+/// its first bytes without moving its position.
+pub fn compression_of(f: &File, name: &str) -> Result<Compression> {
+    use std::os::unix::fs::FileExt;
     let mut head = [0u8; SNIFF];
-    let n = File::open(p)
-        .and_then(|mut f| crate::io::read::read_full(&mut f, &mut head))
-        .at(Place::file(&name), "cannot open")?;
-    sniff(&name, &head[..n]).map(Some)
+    let mut n = 0;
+    while n < SNIFF {
+        match f.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).at(Place::file(name), "cannot read"),
+        }
+    }
+    sniff(name, &head[..n])
 }
 
 /// Bytes read to tell the format: enough for every magic below, and few enough that a pipe

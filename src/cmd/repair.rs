@@ -1,6 +1,7 @@
 //! `sess repair`: salvage a damaged or torn log, keeping every complete record.
 
 use std::fs::File;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -64,7 +65,7 @@ pub fn run(mut args: Args) -> Result<()> {
         if args.in_place {
             bail!("--in-place replaces a file by its name: name the log, not '-'");
         }
-        // A file given as stdin (`< log`) is that file; a pipe is refused below.
+        // For the check that the output is not the input.
         args.file = PathBuf::from("/dev/stdin");
     }
     let name = match stdin {
@@ -77,8 +78,21 @@ pub fn run(mut args: Args) -> Result<()> {
     } else {
         (args.output.clone(), vec![args.file.clone()])
     };
-    let mut f = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
-    let compression = match input::file_compression(&args.file)? {
+    // A file given as stdin (`< log`) is that file, read through its descriptor (a file
+    // the user may not open by name, `sudo ... < log`, is still read).
+    let mut f = match stdin {
+        true => std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(File::from),
+        false => File::open(&args.file),
+    }
+    .with_context(|| format!("{name}: cannot open"))?;
+    let regular = f.metadata().is_ok_and(|m| m.is_file());
+    let compression = match regular
+        .then(|| input::compression_of(&f, &name))
+        .transpose()?
+    {
         // Salvage seeks back and forth in its input.
         None => bail!(
             "{name}: not a regular file: repair reads a file it can seek in (save the stream to a file first)"
