@@ -752,6 +752,12 @@ impl<R: Read> Read for FrameReader<R> {
                 }
                 self.given += n as u64;
                 self.ready_pos += n;
+                if self.ready_pos == self.ready.len() {
+                    // Given whole: freed now, not when the next frame replaces it. Its
+                    // reader holds a copy (a line of 200 MB was held three times).
+                    self.ready = Vec::new();
+                    self.ready_pos = 0;
+                }
                 return Ok(n);
             }
             if self.done {
