@@ -219,9 +219,39 @@ fn a_stream_packed_onto_the_file_it_reads_leaves_the_file_alone() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("is reading it (is it this stream's input"),
+        err.contains("is reading or writing it (is it this stream's input"),
         "{err}"
     );
+    assert!(std::fs::read(&f).unwrap() == text);
+    // A writer at the end (a producer appending) would write after the frames.
+    let mut writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$1\"; echo '{}' >&3; exec sleep 30")
+        .arg("sh")
+        .arg(&f)
+        .spawn()
+        .unwrap();
+    let fdinfo = format!("/proc/{}/fdinfo/3", writer.id());
+    for _ in 0..250 {
+        if std::fs::read_to_string(&fdinfo)
+            .is_ok_and(|t| t.starts_with(&format!("pos:\t{}\n", text.len() + 3)))
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = common::sess_in_bash(
+        &format!("cat '{}' | ", testdata("pi-old.jsonl").display()),
+        &format!("pack -f -o '{}'", f.display()),
+    )
+    .output()
+    .unwrap();
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is reading or writing it"), "{err}");
+    let text = [&text[..], b"{}\n"].concat();
     assert!(std::fs::read(&f).unwrap() == text);
     // A reader at the end (`tail -f`) loses nothing: the file is packed over.
     let mut tail = std::process::Command::new("sh")

@@ -428,17 +428,19 @@ impl InPlace {
         let f = self.file.as_ref().expect("locked above");
         if !self.truncated {
             // Truncating a file another process is reading destroys what it has yet to
-            // read: `cat F | sess pack -o F -f` lost F. Once the first bytes are here, a
-            // reader that feeds this stream has opened it, and is still short of its end
-            // unless all it read is already in the pipe. (A reader that opens it later,
-            // as `cat log F | sess pack -o F -f` does, is not seen.)
+            // read: `cat F | sess pack -o F -f` lost F; and a writer's next lines would land
+            // after the frames. Once the first bytes are here, a reader that feeds this
+            // stream has opened it, and is still short of its end unless all it read is
+            // already in the pipe. (A reader that opens it later, as `cat log F | sess pack
+            // -o F -f` does, is not seen.)
             if f.metadata()?.len() > 0
-                && let Some(pid) = crate::io::writers::unfinished_reader_of(&self.path)
+                && let Some(pid) = crate::io::writers::unfinished_user_of(&self.path)
             {
                 return Err(io::Error::other(format!(
-                    "process {pid} is reading it (is it this stream's input, as in `cat F | \
-                     sess pack -o F -f`?): a stream is written in place, which would destroy \
-                     what that process has yet to read; not replaced"
+                    "process {pid} is reading or writing it (is it this stream's input, as in \
+                     `cat F | sess pack -o F -f`?): a stream is written in place, which would \
+                     destroy what that process has yet to read, or mix in what it writes; not \
+                     replaced"
                 )));
             }
             f.set_len(0)?;

@@ -34,8 +34,9 @@ enum Wanted {
     /// Open for writing.
     #[default]
     Writing,
-    /// At a place before this size: a reader with bytes still to read.
-    Before(u64),
+    /// On the file of this size and inode, open for writing (a writer would go on past
+    /// what replaces it) or at a place before its end (a reader with bytes still to read).
+    Unfinished { size: u64, ino: u64 },
 }
 
 impl Writers {
@@ -99,7 +100,12 @@ impl Writers {
             let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
             let counts = fs::read_to_string(info).is_ok_and(|t| match self.wanted {
                 Wanted::Writing => writes(&t),
-                Wanted::Before(size) => position(&t).is_some_and(|pos| pos < size),
+                // fdinfo's `ino:` (Linux 5.14 on), where there is one, spares a stat of
+                // every other file.
+                Wanted::Unfinished { size, ino } => {
+                    field(&t, "ino:").is_none_or(|i| i == ino)
+                        && (writes(&t) || field(&t, "pos:").is_some_and(|pos| pos < size))
+                }
             });
             if !counts {
                 continue;
@@ -135,12 +141,15 @@ pub fn why_busy(path: &Path, before: &fs::Metadata) -> std::io::Result<Option<St
         .map(|pid| format!("process {pid} has it open for writing")))
 }
 
-/// A process other than this one that holds `path` open at a place before its end (a
-/// reader with bytes still to read), if one does and this user may see it. One at the end
-/// (`tail -f`) loses nothing when the file is cut.
-pub fn unfinished_reader_of(path: &Path) -> Option<u32> {
+/// A process other than this one that holds `path` open for writing, or at a place before
+/// its end (a reader with bytes still to read), if one does and this user may see it. A
+/// reader at the end (`tail -f`) loses nothing when the file is cut.
+pub fn unfinished_user_of(path: &Path) -> Option<u32> {
     let meta = fs::metadata(path).ok()?;
-    let wanted = Wanted::Before(meta.len());
+    let wanted = Wanted::Unfinished {
+        size: meta.len(),
+        ino: id_of(&meta).1,
+    };
     Writers::scan_for(&canonical(&[path.to_path_buf()]), wanted).writer_of(&meta)
 }
 
@@ -149,11 +158,11 @@ pub fn changed(now: &fs::Metadata, before: &fs::Metadata) -> std::io::Result<boo
     Ok(now.len() != before.len() || now.modified()? != before.modified()?)
 }
 
-/// The file position an fdinfo text gives (`pos:`).
-fn position(fdinfo: &str) -> Option<u64> {
+/// A number an fdinfo text gives (`pos:`, the file position; `ino:`, the inode).
+fn field(fdinfo: &str, name: &str) -> Option<u64> {
     fdinfo
         .lines()
-        .find_map(|l| l.strip_prefix("pos:"))
+        .find_map(|l| l.strip_prefix(name))
         .and_then(|p| p.trim().parse().ok())
 }
 
@@ -204,8 +213,9 @@ mod tests {
         assert!(writes("pos:\t0\nflags:\t02102002\n"));
         assert!(!writes("pos:\t0\nflags:\t0100000\n"));
         assert!(!writes("pos:\t0\n"));
-        assert_eq!(position("pos:\t123\nflags:\t0100000\n"), Some(123));
-        assert_eq!(position("flags:\t0100000\n"), None);
+        assert_eq!(field("pos:\t123\nflags:\t0100000\n", "pos:"), Some(123));
+        assert_eq!(field("flags:\t0100000\nino:\t77\n", "ino:"), Some(77));
+        assert_eq!(field("flags:\t0100000\n", "pos:"), None);
     }
 
     /// Which process a scan under `roots` finds writing the file of `meta`, while a
