@@ -436,7 +436,7 @@ impl Rebuilder {
         };
         let line = match line {
             Ok(line) => line,
-            Err(e) if o.skip_corrupt => {
+            Err(e @ Error::Invalid { .. }) if o.skip_corrupt => {
                 if !o.collect {
                     eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
                 }
@@ -536,11 +536,15 @@ pub fn rebuild_glued<'a>(
     Ok(Line { bytes: buf, ..line })
 }
 
+/// An error rebuilding `line`: one that ends reading (the store failed, or memory ran
+/// out: [`intern::Error::into_fatal`]) is an I/O error, which even `skip-corrupt` does
+/// not pass over; any other is the line's.
 fn interned_error(name: &str, line: &Line<'_>, e: intern::Error) -> Error {
-    Error::invalid(
-        Place::line(name, line.number).offset(line.offset),
-        e.to_string(),
-    )
+    let place = Place::line(name, line.number).offset(line.offset);
+    match e.into_fatal() {
+        Err(cause) => Error::io(place, "cannot rebuild the interned line", cause),
+        Ok(e) => Error::invalid(place, e.to_string()),
+    }
 }
 
 /// Whether stdin is a regular file (`< file`), which `sess pack` packs as a file, not as a

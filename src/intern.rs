@@ -808,7 +808,13 @@ impl Reader {
             .iter()
             .filter_map(|&[_, id, len, _]| Some(len.min(self.store.len_of(id)? as u64)))
             .fold(0, u64::saturating_add);
-        let total = (stored as u64 + refs).min(MAX_LINE as u64);
+        let total = stored as u64 + refs;
+        if total > MAX_LINE as u64 {
+            // No machine reads it: the line is what is wrong, not the memory.
+            return Err(Error::Malformed(format!(
+                "the line would be longer than {MAX_LINE} bytes"
+            )));
+        }
         out.try_reserve_exact(total as usize)
             .map_err(|_| Error::Memory(total))
     }

@@ -1078,6 +1078,23 @@ fn recover_and_repair_read_stdin() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("<stdin>: kept 1 line(s)"), "{err}");
     assert_eq!(std::fs::read(&fixed).unwrap(), b"{\"a\":1}\n");
+    // From the file's first byte, wherever the shell left stdin's offset.
+    let out = common::sess_in_bash(
+        "{ dd bs=1 count=3 of=/dev/null 2>/dev/null; ",
+        &format!(
+            "repair - -f -o '{}'; }} < '{}'",
+            fixed.display(),
+            torn.display()
+        ),
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&fixed).unwrap(), b"{\"a\":1}\n");
     sess()
         .args(["repair", "-", "-f", "-o"])
         .arg(&fixed)

@@ -1,6 +1,7 @@
 //! `sess repair`: salvage a damaged or torn log, keeping every complete record.
 
 use std::fs::File;
+use std::io::Seek;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -89,6 +90,11 @@ pub fn run(mut args: Args) -> Result<()> {
     }
     .with_context(|| format!("{name}: cannot open"))?;
     let regular = f.metadata().is_ok_and(|m| m.is_file());
+    if regular && stdin {
+        // From its first byte, wherever the shell left the offset it shares.
+        f.seek(std::io::SeekFrom::Start(0))
+            .with_context(|| format!("{name}: cannot read"))?;
+    }
     let compression = match regular
         .then(|| input::compression_of(&f, &name))
         .transpose()?

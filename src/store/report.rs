@@ -272,10 +272,10 @@ fn kept_kinds(types: &[crate::stats::KindRow]) -> Vec<(String, &'static str, u64
         .map(|t| (t.kind.clone(), t.class, t.count, t.bytes))
         .collect();
     let mut rest = types.iter().skip(LOG_KINDS).peekable();
-    if let Some(first) = rest.peek() {
-        let class = first.class;
+    if rest.peek().is_some() {
         let (count, bytes) = rest.fold((0, 0), |(c, b), t| (c + t.count, b + t.bytes));
-        kept.push((OTHER_KINDS.to_string(), class, count, bytes));
+        // As stats classes it: a kind no profile names is a fact.
+        kept.push((OTHER_KINDS.to_string(), "fact", count, bytes));
     }
     kept
 }
