@@ -224,71 +224,68 @@ fn a_stream_packed_onto_the_file_it_reads_leaves_the_file_alone() {
     );
     assert!(std::fs::read(&f).unwrap() == text);
     // A writer at the end (a producer appending) would write after the frames.
-    let mut writer = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("exec 3>>\"$1\"; echo '{}' >&3; exec sleep 30")
-        .arg("sh")
-        .arg(&f)
-        .spawn()
-        .unwrap();
-    let fdinfo = format!("/proc/{}/fdinfo/3", writer.id());
-    for _ in 0..250 {
-        if std::fs::read_to_string(&fdinfo)
-            .is_ok_and(|t| t.starts_with(&format!("pos:\t{}\n", text.len() + 3)))
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = common::sess_in_bash(
-        &format!("cat '{}' | ", testdata("pi-old.jsonl").display()),
-        &format!("pack -f -o '{}'", f.display()),
-    )
-    .output()
-    .unwrap();
-    writer.kill().unwrap();
-    writer.wait().unwrap();
+    let writer = holding_at_end("exec 3>>\"$1\"; echo '{}' >&3", &f, text.len() as u64 + 3);
+    let out = pack_stream_onto(&f);
+    drop(writer);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("is reading or writing it"), "{err}");
     let text = [&text[..], b"{}\n"].concat();
     assert!(std::fs::read(&f).unwrap() == text);
     // A reader at the end (`tail -f`) loses nothing: the file is packed over.
-    let mut tail = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("exec 3<\"$1\"; cat <&3 >/dev/null; exec sleep 30")
-        .arg("sh")
-        .arg(&f)
-        .spawn()
-        .unwrap();
-    // Until it holds the file at its end (sh execs sleep: the pid stays).
-    let fdinfo = format!("/proc/{}/fdinfo/3", tail.id());
-    let at_end = format!("pos:\t{}\n", text.len());
-    for _ in 0..250 {
-        if std::fs::read_to_string(&fdinfo).is_ok_and(|t| t.starts_with(&at_end)) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = common::sess_in_bash(
-        &format!("cat '{}' | ", testdata("pi-old.jsonl").display()),
-        &format!("pack -f -o '{}'", f.display()),
-    )
-    .output()
-    .unwrap();
-    tail.kill().unwrap();
-    tail.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let reader = holding_at_end("exec 3<\"$1\"; cat <&3 >/dev/null", &f, text.len() as u64);
+    let out = pack_stream_onto(&f);
+    drop(reader);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     sess()
         .arg("unpack")
         .arg(&f)
         .assert()
         .success()
         .stdout(std::fs::read(testdata("pi-old.jsonl")).unwrap());
+}
+
+/// A child that runs `script` (`$1` is `f`) to open `f` as its descriptor 3, then holds
+/// it; returned once the descriptor is at `pos`. Killed when dropped.
+fn holding_at_end(script: &str, f: &Path, pos: u64) -> Killed {
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{script}; exec sleep 30"))
+        .arg("sh")
+        .arg(f)
+        .spawn()
+        .unwrap();
+    // sh execs sleep: the pid stays.
+    let fdinfo = format!("/proc/{}/fdinfo/3", child.id());
+    let at = format!("pos:\t{pos}\n");
+    for _ in 0..250 {
+        if std::fs::read_to_string(&fdinfo).is_ok_and(|t| t.starts_with(&at)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Killed(child)
+}
+
+/// A child process killed and reaped when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `cat testdata/pi-old.jsonl | sess pack -f -o F`: a stream packed in place onto `f`.
+fn pack_stream_onto(f: &Path) -> std::process::Output {
+    common::sess_in_bash(
+        &format!("cat '{}' | ", testdata("pi-old.jsonl").display()),
+        &format!("pack -f -o '{}'", f.display()),
+    )
+    .output()
+    .unwrap()
 }
 
 /// Whether `child` has a file in `dir` open: named, or made with `O_TMPFILE` (which
