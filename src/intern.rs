@@ -1948,6 +1948,10 @@ impl<W: Framed> Write for InternWriter<W> {
             }
             rest = &rest[k + 1..];
         }
+        // A line without its newline yet is gathered, however long it is: when memory runs
+        // out for it, that is an error, not an abort.
+        let short = |e| io::Error::new(io::ErrorKind::OutOfMemory, e);
+        (self.pending.try_reserve(rest.len())).map_err(short)?;
         self.pending.extend_from_slice(rest);
         Ok(buf.len())
     }

@@ -220,7 +220,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                                     return Ok(false);
                                 }
                             }
-                            batch.push_read(bytes, newline, known);
+                            batch.push_read(bytes, newline, known)?;
                             if !batch.is_full() {
                                 return Ok(true);
                             }
@@ -313,7 +313,11 @@ fn read_files<E: From<Error> + From<io::Error>>(
                     Some(_) => {}
                 }
                 same.event(ev);
-                stopped = !take(Step::Event(ev.bytes, ev.newline, known))?;
+                let taken = take(Step::Event(ev.bytes, ev.newline, known));
+                stopped = !taken.map_err(|e| match e.kind() {
+                    io::ErrorKind::OutOfMemory => E::from(held(name, &ev.line, e)),
+                    _ => E::from(e),
+                })?;
                 Ok::<_, E>(if stopped { Flow::Stop } else { Flow::More })
             },
         );
@@ -952,6 +956,14 @@ impl Write for Estimate {
         Ok(buf.len())
     }
 
+    /// A line and its newline go on together, to be interned where they lie, as when
+    /// packing: apart, the line was gathered into a copy first.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let n = self.frames.write_vectored(bufs)?;
+        self.plain += n as u64;
+        Ok(n)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -981,6 +993,8 @@ impl Frames {
 
 impl Write for Frames {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // A long line is held whole here (the frame writer compresses it as it comes).
+        (self.pending.try_reserve(buf.len())).map_err(|_| NoRoom(buf.len()))?;
         self.pending.extend_from_slice(buf);
         while let Some(n) = self.cutter.next(&self.pending) {
             self.frame(n)?;
@@ -1004,6 +1018,36 @@ impl intern::Framed for Frames {
     }
 }
 
+/// A line a batch of [`Events`] had no memory for (its length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoRoom(pub usize);
+
+impl NoRoom {
+    /// The error, naming the line (of `name`) that did not fit: it ends reading, as a
+    /// line too long to rebuild does ([`crate::intern::Error::into_fatal`]).
+    pub fn at(self, name: &str, line: &crate::io::Line<'_>) -> Error {
+        held(name, line, self.into())
+    }
+
+    /// The error, naming only the file: the line was taken before memory ran out for it.
+    pub fn in_file(self, name: &str) -> Error {
+        Error::io(Place::file(name), "cannot hold a line", self.into())
+    }
+}
+
+impl From<NoRoom> for io::Error {
+    fn from(e: NoRoom) -> io::Error {
+        let why = format!("not enough memory for its {} bytes", e.0);
+        io::Error::new(io::ErrorKind::OutOfMemory, why)
+    }
+}
+
+/// `e` (memory ran out for the line, [`NoRoom`]), naming `line` of `name`.
+fn held(name: &str, line: &crate::io::Line<'_>, e: io::Error) -> Error {
+    let place = Place::line(name, line.number).offset(line.offset);
+    Error::io(place, "cannot hold the line", e)
+}
+
 /// Logical events read, on their way to the packing thread: their bytes end to end, and
 /// where each ends and whether it had a newline. Handed over a batch at a time, so that a
 /// fast producer costs one hand-over per batch, not per line.
@@ -1022,17 +1066,26 @@ impl Events {
     /// The most bytes a batch gathers before it is handed over.
     pub const BATCH: usize = 256 * 1024;
 
-    pub fn push(&mut self, line: &[u8], newline: bool) {
-        self.push_read(line, newline, None);
+    pub fn push(&mut self, line: &[u8], newline: bool) -> Result<(), NoRoom> {
+        self.push_read(line, newline, None)
     }
 
     /// [`Events::push`] of a line read as a chunk delta (`known`, its parts) or not.
-    pub fn push_read(&mut self, line: &[u8], newline: bool, known: Option<rows::MemberAt>) {
+    pub fn push_read(
+        &mut self,
+        line: &[u8],
+        newline: bool,
+        known: Option<rows::MemberAt>,
+    ) -> Result<(), NoRoom> {
+        // An interned line of a few KB can stand for gigabytes: once rebuilt, its copy here
+        // may not fit where the line did, and an allocation that fails aborts.
+        (self.bytes.try_reserve(line.len())).map_err(|_| NoRoom(line.len()))?;
         if let Some(at) = known {
             self.known.push((self.ends.len(), at));
         }
         self.bytes.extend_from_slice(line);
         self.ends.push((self.bytes.len(), newline));
+        Ok(())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -1151,7 +1204,7 @@ mod tests {
 
     fn batch_of(bytes: usize) -> Events {
         let mut e = Events::default();
-        e.push(&vec![b'x'; bytes], true);
+        e.push(&vec![b'x'; bytes], true).unwrap();
         e
     }
 
@@ -1161,7 +1214,7 @@ mod tests {
         let filled = || {
             let mut e = Events::default();
             while !e.is_full() {
-                e.push(&[b'x'; 200], true);
+                e.push(&[b'x'; 200], true).unwrap();
             }
             e
         };

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::filter::{Filter, FilterOptions};
 use crate::io::Line;
-use crate::pack::{Estimate, Estimated, Events, Packer, Same};
+use crate::pack::{Estimate, Estimated, Events, NoRoom, Packer, Same};
 use crate::profile::detect::{Detected, Detector};
 use crate::profile::{Choice, Chooser, Overrides, registry};
 
@@ -213,13 +213,15 @@ impl Stats {
     }
 
     /// Counts one logical event; its physical line is counted with the line's first event.
-    pub fn add_event(&mut self, ev: &Event<'_>) {
+    /// Counts one logical event; fails only when the pack simulation's thread has no
+    /// memory for a copy of it (an interned line can stand for gigabytes).
+    pub fn add_event(&mut self, ev: &Event<'_>) -> Result<(), NoRoom> {
         if ev.starts_line() {
             self.add_line(&ev.line);
         }
         self.events
             .add(ev.bytes.len() as u64 + u64::from(ev.newline));
-        self.pack.event(ev.bytes, ev.newline);
+        self.pack.event(ev.bytes, ev.newline)?;
         if let Some(same) = &mut self.same {
             same.event(ev);
         }
@@ -228,6 +230,7 @@ impl Stats {
         if !ev.line.is_torn() {
             let _ = self.filter.event(ev.bytes, true, &mut self.filtered);
         }
+        Ok(())
     }
 
     /// Counts what `sess pack` writes of the input as a stream (from a pipe): its frames
@@ -248,8 +251,9 @@ impl Stats {
             let handle = std::thread::spawn(move || {
                 let mut sim = *sim;
                 for batch in rx {
+                    // Once failed, it drains the batches (it says so when finished).
                     for (line, newline) in batch.iter() {
-                        sim.event(line, newline);
+                        let _ = sim.event(line, newline);
                     }
                 }
                 sim
@@ -301,10 +305,12 @@ impl Stats {
         self.detector.finish()
     }
 
-    pub fn report(mut self) -> FileReport {
+    /// The figures; fails only when the pack simulation ran out of memory for a line (on
+    /// its own thread, after [`Stats::add_event`] took it).
+    pub fn report(mut self) -> Result<FileReport, NoRoom> {
         let _ = self.filter.end_input(&mut self.filtered);
         let detected = self.detected();
-        let estimated = self.pack.finish(self.same.and_then(Same::kept));
+        let estimated = self.pack.finish(self.same.and_then(Same::kept))?;
         let profile = detected
             .profile
             .clone()
@@ -335,7 +341,7 @@ impl Stats {
             .filter(|t| !t.known)
             .map(|t| t.kind.clone())
             .collect();
-        FileReport {
+        Ok(FileReport {
             file: self.name,
             dialect: detected.dialect,
             dialect_description: detected.describe,
@@ -356,7 +362,7 @@ impl Stats {
                 .to_string(),
             filtered_bytes: self.filtered.0,
             types,
-        }
+        })
     }
 }
 
@@ -365,6 +371,7 @@ struct Simulation {
     packer: Packer,
     /// What the packer writes, on its way to an estimate of the frames.
     packed: Estimate,
+    failed: Option<NoRoom>,
 }
 
 impl Simulation {
@@ -378,18 +385,33 @@ impl Simulation {
             packer,
             packed: Estimate::new(crate::frames::writer::DEFAULT_FRAME_SIZE)
                 .expect("a zstd compressor at level 3"),
+            failed: None,
         }
     }
 
-    fn event(&mut self, bytes: &[u8], newline: bool) {
-        // Writing to counters cannot fail.
-        let _ = self.packer.event(bytes, newline, &mut self.packed);
+    /// Packs one event into the counters. That fails only when memory runs out for a line
+    /// (an interned line can stand for gigabytes); the simulation then stops, and says so
+    /// when finished.
+    fn event(&mut self, bytes: &[u8], newline: bool) -> Result<(), NoRoom> {
+        if let Some(failed) = self.failed {
+            return Err(failed);
+        }
+        match self.packer.event(bytes, newline, &mut self.packed) {
+            Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+                Err(*self.failed.insert(NoRoom(bytes.len())))
+            }
+            // Writing to counters cannot fail otherwise.
+            _ => Ok(()),
+        }
     }
 
-    fn finish(mut self, same: Option<Vec<u8>>) -> Estimated {
+    fn finish(mut self, same: Option<Vec<u8>>) -> Result<Estimated, NoRoom> {
+        if let Some(failed) = self.failed {
+            return Err(failed);
+        }
         let _ = self.packer.end_input(&mut self.packed);
         // Counters and a compressor in memory (and the interner's temporary file).
-        self.packed.finish(same).unwrap_or_default()
+        Ok(self.packed.finish(same).unwrap_or_default())
     }
 }
 
@@ -404,20 +426,21 @@ enum PackSide {
 }
 
 impl PackSide {
-    fn event(&mut self, bytes: &[u8], newline: bool) {
+    fn event(&mut self, bytes: &[u8], newline: bool) -> Result<(), NoRoom> {
         match self {
             PackSide::Here(sim) => sim.event(bytes, newline),
             PackSide::Thread { batch, tx, .. } => {
-                batch.push(bytes, newline);
+                batch.push(bytes, newline)?;
                 if batch.is_full() {
                     // A thread that has stopped has panicked; joining it says so.
                     let _ = tx.send(std::mem::take(batch));
                 }
+                Ok(())
             }
         }
     }
 
-    fn finish(self, same: Option<Vec<u8>>) -> Estimated {
+    fn finish(self, same: Option<Vec<u8>>) -> Result<Estimated, NoRoom> {
         match self {
             PackSide::Here(sim) => sim.finish(same),
             PackSide::Thread { batch, tx, handle } => {
@@ -695,7 +718,7 @@ mod tests {
         s.add_line(&line(br#"{"type":"a","x":12345}"#, true));
         s.add_line(&line(br#"{"type":"b"}"#, false));
         s.add_line(&line(b"[1]", true));
-        let r = s.report();
+        let r = s.report().unwrap();
         assert_eq!(r.lines, 4);
         assert_eq!(r.bytes, 13 + 23 + 12 + 4);
         assert_eq!(r.torn_lines, 1);

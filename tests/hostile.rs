@@ -200,27 +200,34 @@ fn pack_keeps_no_entry_per_element_of_a_huge_array() {
         .stdout(predicate::eq(line.into_bytes()));
 }
 
+/// A packed log of 1.5 MB: a 1 MiB value, and one line of `k` refs to it, which stands
+/// for a line of `k` MiB.
+fn interned_bomb(k: usize) -> String {
+    let n = 1 << 20;
+    let value = format!("\"{}\"", "x".repeat(n - 2));
+    let crc = crc32fast::hash(value.as_bytes());
+    let refs: Vec<String> = (0..k)
+        .map(|i| format!("[{},0,{n},{crc}]", 1 + 2 * i))
+        .collect();
+    format!(
+        "{{\"type\":\"sess-interned\",\"v\":1,\"defs\":[[5,{n},0]],\"refs\":[],\"line\":{{\"v\":{value}}}}}\n\
+         {{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[{}],\"line\":[{}]}}\n",
+        refs.join(","),
+        vec!["0"; k].join(",")
+    )
+}
+
 #[test]
 fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() {
     // 1.5 MB of input: a 1 MiB value, and one line of 1,500 refs to it, which stands for
     // a line of 1.5 GB. It was built by growing, so doubling, and the failed allocation
     // aborted (signal 6) with a backtrace.
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl");
+    std::fs::write(&bomb, interned_bomb(1500)).unwrap();
     let n = 1 << 20;
     let value = format!("\"{}\"", "x".repeat(n - 2));
     let crc = crc32fast::hash(value.as_bytes());
-    let k = 1500;
-    let refs: Vec<String> = (0..k)
-        .map(|i| format!("[{},0,{n},{crc}]", 1 + 2 * i))
-        .collect();
-    let text = format!(
-        "{{\"type\":\"sess-interned\",\"v\":1,\"defs\":[[5,{n},0]],\"refs\":[],\"line\":{{\"v\":{value}}}}}\n\
-         {{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[{}],\"line\":[{}]}}\n",
-        refs.join(","),
-        vec!["0"; k].join(",")
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let bomb = dir.path().join("bomb.jsonl");
-    std::fs::write(&bomb, text).unwrap();
     // Not even skip-corrupt passes over it: on a larger machine the line reads.
     for cmd in [
         "cat",
@@ -273,6 +280,60 @@ fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() 
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("refers to value 7, which is not defined"),
+        "{err}"
+    );
+}
+
+/// Memory that holds the 1.5 GB line once, rebuilt, but not twice: the commands that copy
+/// a line (into a batch for another thread, or gathered before it is interned) aborted on
+/// that copy, with exit 134 and no word of which line.
+#[test]
+fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl");
+    std::fs::write(&bomb, interned_bomb(1500)).unwrap();
+    let folder = dir.path().join("logs");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(&bomb, folder.join("bomb.jsonl")).unwrap();
+    let named = "bomb.jsonl:2: cannot hold the line: not enough memory for its 1572865501 bytes";
+    let run = |limit: &str, cmd: &str, input: &std::path::Path| {
+        let args = format!("{cmd} -q {} > /dev/null", input.display());
+        let out = common::sess_in_bash(&format!("ulimit -v {limit} && "), &args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for cmd in [
+        "stats",
+        "stats --threads 1",
+        "stats --exact",
+        "pack",
+        "pack --plain",
+    ] {
+        let (code, err) = run("2000000", cmd, &bomb);
+        assert_eq!(code, Some(1), "{cmd}: {err}");
+        assert!(err.contains(named), "{cmd}: {err}");
+    }
+    // A folder's report names the log (in the report, on stdout), and leaves it out.
+    let args = format!("stats -q {} 2>&1", folder.display());
+    let out = common::sess_in_bash("ulimit -v 2000000 && ", &args)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(report.contains(&format!("logs/{named}")), "{report}");
+    // Packed on one thread, the line is held once: it packs.
+    let (code, err) = run("2000000", "pack --threads 1", &bomb);
+    assert_eq!(code, Some(0), "{err}");
+    // Memory for two copies, not three: stats' batch takes the line, and its simulation on
+    // the other thread has no room for it. That is said when the figures are made.
+    let (code, err) = run("3500000", "stats", &bomb);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("bomb.jsonl: cannot hold a line: not enough memory for its 1572865501 bytes"),
         "{err}"
     );
 }

@@ -16,7 +16,7 @@ use sess::intern;
 use sess::io::Sink;
 use sess::io::read::FirstThen;
 use sess::io::signals::{self, Interrupted};
-use sess::pack::{self, Ended, Events, Msg, Out, Packer};
+use sess::pack::{self, Ended, Events, Msg, NoRoom, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
@@ -233,13 +233,14 @@ fn read_stream(
             LastLine::Verbatim.for_input(k, inputs.len()),
             &mut (),
             &mut |_, _, _| Ok::<_, anyhow::Error>(false),
-            &mut |_, _, ev| {
+            &mut |_, name, ev| {
                 if ev.bytes.len() >= sess::pack::LONG_EVENT {
-                    return Ok(long_event(ev.bytes, ev.newline, pending, tx));
+                    let flow = long_event(ev.bytes, ev.newline, pending, tx);
+                    return Ok(flow.map_err(|e| e.at(name, &ev.line))?);
                 }
                 let full = {
                     let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-                    p.push(ev.bytes, ev.newline);
+                    (p.push(ev.bytes, ev.newline)).map_err(|e| e.at(name, &ev.line))?;
                     p.is_full()
                 };
                 Ok(match !full || hand_over(pending, tx) {
@@ -266,21 +267,21 @@ fn long_event(
     newline: bool,
     pending: &Mutex<Events>,
     tx: &mpsc::SyncSender<Msg>,
-) -> Flow {
+) -> Result<Flow, NoRoom> {
     if !hand_over(pending, tx) {
-        return Flow::Stop;
+        return Ok(Flow::Stop);
     }
     let packed = {
         let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.push(line, newline);
+        p.push(line, newline)?;
         p.watched()
     };
     if !hand_over(pending, tx) {
-        return Flow::Stop;
+        return Ok(Flow::Stop);
     }
     // Its sender goes with the batch once packed (or with a packing side that failed).
     let _ = packed.recv();
-    Flow::More
+    Ok(Flow::More)
 }
 
 /// Hands over the events gathered, if any; false when the packing side is gone (it failed,

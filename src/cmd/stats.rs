@@ -141,12 +141,12 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             std::slice::from_ref(input),
             args.io.open_options(g),
             LastLine::Verbatim,
-            |_, ev| {
-                stats.add_event(ev);
+            |name, ev| {
+                stats.add_event(ev).map_err(|e| e.at(name, &ev.line))?;
                 Ok(Flow::More)
             },
         )?;
-        files.push(stats.report());
+        files.push(stats.report().map_err(|e| e.in_file(&input.name()))?);
     }
     let report = StatsReport::new(files);
     let mut out = args.io.sink()?;

@@ -218,8 +218,8 @@ fn summarize(log: &Log, now: SystemTime, accuracy: Accuracy) -> Summary {
         &[Input::Path(log.path.clone())],
         reading(),
         LastLine::Verbatim,
-        |_, ev| {
-            stats.add_event(ev);
+        |name, ev| {
+            stats.add_event(ev).map_err(|e| e.at(name, &ev.line))?;
             if let Some(c) = compat.as_mut().filter(|_| !compressed && ev.starts_line()) {
                 let _ = c.write_all(ev.line.bytes);
                 if ev.line.ending == Ending::Newline {
@@ -229,7 +229,18 @@ fn summarize(log: &Log, now: SystemTime, accuracy: Accuracy) -> Summary {
             Ok(Flow::More)
         },
     );
-    let r = stats.report();
+    let r = match stats.report() {
+        Ok(r) => r,
+        // Left out of the figures, as an unreadable log is.
+        Err(e) => {
+            let error = read.err().unwrap_or_else(|| e.in_file(&name)).to_string();
+            return Summary {
+                size: log.size,
+                error: Some(error),
+                ..Summary::default()
+            };
+        }
+    };
     let session = log.layout.as_ref().map_or_else(
         || {
             logical_name(&file_name)
