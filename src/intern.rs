@@ -1950,8 +1950,13 @@ impl<W: Framed> Write for InternWriter<W> {
         }
         // A line without its newline yet is gathered, however long it is: when memory runs
         // out for it, that is an error, not an abort.
-        let short = |e| io::Error::new(io::ErrorKind::OutOfMemory, e);
-        (self.pending.try_reserve(rest.len())).map_err(short)?;
+        if self.pending.try_reserve(rest.len()).is_err() {
+            let why = format!(
+                "not enough memory for its {} bytes",
+                self.pending.len() + rest.len()
+            );
+            return Err(io::Error::new(io::ErrorKind::OutOfMemory, why));
+        }
         self.pending.extend_from_slice(rest);
         Ok(buf.len())
     }

@@ -325,6 +325,16 @@ fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
     let report = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{report}");
     assert!(report.contains(&format!("logs/{named}")), "{report}");
+    // Without its newline, the last line is gathered by the interning writer.
+    let torn = dir.path().join("torn.jsonl");
+    let text = interned_bomb(1500);
+    std::fs::write(&torn, text.strip_suffix('\n').unwrap()).unwrap();
+    let (code, err) = run("2000000", "pack --threads 1", &torn);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("torn.jsonl:2: cannot hold the line: not enough memory for its 1572865501"),
+        "{err}"
+    );
     // Packed on one thread, the line is held once: it packs.
     let (code, err) = run("2000000", "pack --threads 1", &bomb);
     assert_eq!(code, Some(0), "{err}");
