@@ -179,6 +179,49 @@ fn include_live_events_keeps_bounded_frames() {
     assert_eq!(out[2], end.to_string(), "successors are never bounded");
 }
 
+/// The last snapshot of a run that never got its successor is the only copy of its output:
+/// with --include-live-events it was bounded like any frame, and so lost (a Gemini CLI
+/// message's final version, 730 KB with its tool calls, became 843 bytes).
+#[test]
+fn include_live_events_keeps_an_orphaned_run_whole_as_well() {
+    let text = |n: usize| "word ".repeat(n);
+    let update = |n: usize| {
+        serde_json::json!({"type":"tool_execution_update","toolCallId":"c1","toolName":"bash","partialResult":{"content":[{"type":"text","text":text(n)}]}})
+        .to_string()
+    };
+    let (first, last) = (update(100), update(2000));
+    let log = format!("{{\"type\":\"session\",\"version\":3}}\n{first}\n{last}\n");
+    let plain = filter(&[], log.as_bytes());
+    assert_eq!(
+        plain.last(),
+        Some(&last),
+        "without a successor, the last frame is kept"
+    );
+    let args = ["--include-live-events", "--max-frame-bytes", "2048"];
+    let live = filter(&args, log.as_bytes());
+    // Each frame in its place (the last bounded), then the orphan's frame whole.
+    assert_eq!(live.len(), 4, "{live:?}");
+    assert_eq!(live[1], first, "within the bound: as it is, and not again");
+    assert!(live[2].contains("[live output truncated]"), "{}", live[2]);
+    assert_eq!(live[3], last);
+    // Delta frames: every frame of an orphaned run is kept; those over the bound twice.
+    let delta = |n: usize| {
+        format!(
+            "{{\"type\":\"progress\",\"id\":\"b\",\"text\":\"{}\"}}",
+            text(n)
+        )
+    };
+    let log = format!("{}\n{}\n", delta(10), delta(1000));
+    let args = ["--profile", "none", "--frame", "progress=done"];
+    let plain = filter(&args, log.as_bytes());
+    assert_eq!(plain, [delta(10), delta(1000)]);
+    let mut live_args = args.to_vec();
+    live_args.extend(["--include-live-events", "--max-frame-bytes", "1024"]);
+    let live = filter(&live_args, log.as_bytes());
+    assert_eq!(live.len(), 3, "{live:?}");
+    assert_eq!((&live[0], &live[2]), (&delta(10), &delta(1000)));
+}
+
 #[test]
 fn max_frame_bytes_has_a_floor() {
     sess()
@@ -455,6 +498,15 @@ fn conformance_pi_streams_filter_keeps_every_fact() {
         let all = lines(&input);
         let out = filter(&[], &input);
         assert_eq!(facts(&out), facts(&all), "{}", f.display());
+        let live = [
+            "filter",
+            "--include-live-events",
+            "--max-frame-bytes",
+            "1024",
+        ];
+        let live = common::stdout_ok(sess().args(live).write_stdin(input.clone()));
+        let plain = common::stdout_ok(sess().arg("filter").write_stdin(input.clone()));
+        common::assert_live_keeps_all_plain_keeps(&plain, &live, &f.display().to_string());
         for t in ["message_end", "tool_execution_end"] {
             assert_eq!(
                 out.iter().filter(|l| kind(l) == t).count(),

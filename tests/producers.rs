@@ -257,6 +257,15 @@ fn check_dir(dir: &Path) -> (usize, u64) {
         *refs += interned_refs(&small.stderr);
         let filtered = stdout_ok(sess().arg("filter").arg(f));
         check_filter(f, want, &input, &filtered);
+        let live = [
+            "filter",
+            "--include-live-events",
+            "--max-frame-bytes",
+            "1024",
+        ];
+        let live = stdout_ok(sess().args(live).arg(f));
+        let what = f.display().to_string();
+        common::assert_live_keeps_all_plain_keeps(&filtered, &live, &what);
     }
     (files.len(), *refs)
 }

@@ -26,7 +26,8 @@ close over: turn_end keeps {type, messageRole, toolResultCount} and agent_end ke
 {type, willRetry, messageCount}, with their other top-level fields.\n\n\
 With --include-live-events, frames and mirrors are kept, each bounded to --max-frame-bytes: \
 a larger one keeps its type, its identifiers (clipped), and the tail of its text after \
-'[live output truncated]'. Facts and successors are never bounded.\n\n\
+'[live output truncated]'. Facts and successors are never bounded, and a run that never gets \
+its successor is written whole as well, where it is without the option.\n\n\
 Profiles: auto (the default; chosen per input from its header line, type vocabulary or file \
 name), none, a profile's name ('sess profiles' lists them), or a profile file (see \
 docs/FORMAT.md); --frame, --mirror, --boundary and --fact adjust whichever profile is \

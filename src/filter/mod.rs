@@ -324,6 +324,14 @@ impl Filter {
                 self.pend(k, line, (line, terminated, None))
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
+                if class == Class::Frame {
+                    // Held as without the option: a run that never gets its successor is
+                    // the only copy of its output, which is then written whole as well
+                    // ([`Filter::keep_orphan`]).
+                    let k = kind.unwrap_or_default();
+                    self.end_other_runs(k, line, out)?;
+                    self.pend(k, line, (line, terminated, None))?;
+                }
                 let how = &self.profile.current().expect("classified by it").bound;
                 match bound::bound(line, self.opts.max_frame_bytes, how) {
                     Some(b) => self.write((class, kind), &b, true, out),
@@ -432,7 +440,9 @@ impl Filter {
     }
 
     /// A frame run without a successor is the only copy of its output: keep it, as facts,
-    /// in its original order. A row held whole gives its last event, rebuilt now.
+    /// in its original order. A row held whole gives its last event, rebuilt now. With
+    /// `--include-live-events` its frames were written already, bounded: those that did not
+    /// fit the bound are written again, whole.
     fn keep_orphan<W: Write>(&mut self, run: OpenRun, out: &mut W) -> io::Result<()> {
         for held in run.frames {
             let mut frames = Holder::frames(held);
@@ -442,6 +452,9 @@ impl Filter {
                     Some(place) => crate::snapshots::last_event(&frame.bytes)
                         .map_err(|why| io::Error::other(Error::invalid(*place, why)))?,
                 };
+                if self.opts.include_live && line.len() <= self.opts.max_frame_bytes {
+                    continue;
+                }
                 let kind = (Class::Frame, Some(&run.frame_type[..]));
                 self.write(kind, &line, frame.terminated, out)?;
             }

@@ -212,3 +212,24 @@ pub fn pi_old_frames(frames: impl Iterator<Item = (String, String)>) -> String {
     }
     out + "{\"type\":\"message_end\",\"message\":{}}\n{\"type\":\"agent_end\",\"messages\":[]}\n"
 }
+
+/// Every line `plain` (the output of `sess filter`) holds is in `live` (of `sess filter
+/// --include-live-events`) as often, byte for byte: the option adds live frames, bounded,
+/// and never takes the only copy of a run that got no successor.
+pub fn assert_live_keeps_all_plain_keeps(plain: &[u8], live: &[u8], what: &str) {
+    let mut have = std::collections::HashMap::<&[u8], usize>::new();
+    for l in live.split(|&b| b == b'\n') {
+        *have.entry(l).or_default() += 1;
+    }
+    for (k, l) in plain.split(|&b| b == b'\n').enumerate() {
+        let n = have.entry(l).or_default();
+        assert!(
+            *n > 0,
+            "{what}: line {} of filter's output ({} bytes) is not in its output with \
+             --include-live-events",
+            k + 1,
+            l.len()
+        );
+        *n -= 1;
+    }
+}
