@@ -406,6 +406,37 @@ fn a_torn_last_line_is_named_by_its_line_in_the_file_however_it_is_read() {
         .stderr(predicate::str::contains("<stdin>:11: a torn last line"));
 }
 
+/// A file cut anywhere (a crash while the list was written) gives the value stdin gives,
+/// read backwards from its last base batch: a cut base batch was taken for the last base
+/// (by its first bytes), then passed over as torn, and recover failed ("the op list holds
+/// no batch") where reading from stdin gave the value before it.
+#[test]
+fn a_list_cut_anywhere_recovers_from_a_file_as_from_stdin() {
+    let list = std::fs::read(testdata("oplist.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cut.jsonl");
+    let mut cut_bases = 0;
+    for cut in 1..list.len() {
+        let head = &list[..cut];
+        std::fs::write(&file, head).unwrap();
+        let from_file = sess().arg("recover").arg(&file).output().unwrap();
+        let from_stdin = sess()
+            .arg("recover")
+            .write_stdin(head.to_vec())
+            .output()
+            .unwrap();
+        let what = format!(
+            "cut at byte {cut}: {}",
+            String::from_utf8_lossy(&from_file.stderr)
+        );
+        assert_eq!(from_file.status.code(), from_stdin.status.code(), "{what}");
+        assert_eq!(from_file.stdout, from_stdin.stdout, "{what}");
+        let last = head.rsplit(|&b| b == b'\n').next().unwrap();
+        cut_bases += usize::from(last.starts_with(b"{\"seq\":8,\"tag\":\"base\",\"ops\":[[\"r\","));
+    }
+    assert!(cut_bases > 10, "the cuts go through a base batch");
+}
+
 /// Lines that are not JSON, or nest too deep, in the shapes the fast reader reads: each is
 /// an error naming its line (exit 1), as the general reader words it, never a panic, read
 /// backwards from a file, from the start, or from stdin.

@@ -433,9 +433,14 @@ pub fn find_start(file: &mut File, opts: &RecoverOptions) -> io::Result<Start> {
     if opts.from_start || by_address {
         return Ok(whole);
     }
-    let (mut lines, _) = ReverseLines::new(file)?;
+    let (mut lines, terminated) = ReverseLines::new(file)?;
+    let mut last = !terminated;
     while let Some((offset, line)) = lines.next_line()? {
-        if !is_blank(&line) && opts.starts_replay(&peek(&line), false) {
+        // A last line without newline that is not JSON is torn, as every reader tells one,
+        // and replay passes over it: it never starts replay, though a cut base batch looks
+        // like one by its first bytes.
+        let torn = std::mem::take(&mut last) && json::validate(&line).is_err();
+        if !torn && !is_blank(&line) && opts.starts_replay(&peek(&line), false) {
             return Ok(Start { offset, ..whole });
         }
     }
