@@ -612,11 +612,12 @@ impl Salvager<'_> {
             return Ok(());
         }
         let mut src = self.bytes(offset, self.len - offset)?;
-        let (mut kept, mut read) = (0, 0);
+        let (mut kept, mut read, mut decoded) = (0, 0, 0);
         let carried = std::mem::take(&mut self.carry);
         let had = carried.len();
         let (_, mut pending) = frame_lines(&mut src, carried, |line, glue| {
             read += 1;
+            decoded += line.len() as u64 + 1;
             if let Some(n) = self.cut.take().filter(|_| is_cut_end(line)) {
                 self.lose(offset, self.len, Some(n), CUT_END.to_string());
                 return Ok(());
@@ -641,12 +642,37 @@ impl Salvager<'_> {
             self.carry = pending.drain(..had).collect();
         }
         self.report.torn_lines_kept = kept;
-        let why = format!(
-            "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s)",
+        let decoded = decoded + pending.len() as u64 - had as u64;
+        let mut why = format!(
+            "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s) of a \
+             partial line",
             pending.len()
         );
-        self.lose(offset, self.len, Some(u64::from(!pending.is_empty())), why);
+        // zstd gives a frame's blocks whole: those the cut went through never decode, and
+        // the lines in them are not known. The frame's header says how much it held.
+        let lost = match self.content_size(offset)? {
+            Some(size) if size == decoded => Some(u64::from(!pending.is_empty())),
+            Some(size) => {
+                why += &format!(", and {} byte(s) it holds did not decode", size - decoded);
+                None
+            }
+            None => {
+                why += ", and what its undecodable end held";
+                None
+            }
+        };
+        self.lose(offset, self.len, lost, why);
         Ok(())
+    }
+
+    /// The content size that the header of the frame at `offset` gives, if it gives one.
+    fn content_size(&self, offset: u64) -> io::Result<Option<u64>> {
+        let mut header = Vec::new();
+        // A frame header is at most 18 bytes.
+        self.bytes(offset, 18)?.read_to_end(&mut header)?;
+        Ok(zstd::zstd_safe::get_frame_content_size(&header)
+            .ok()
+            .flatten())
     }
 
     /// `len` bytes of the input from `at`, through a handle of their own, so that a reader
