@@ -11,7 +11,8 @@
 //!   rebuilt and written to stand alone ([`intern::standalone`]), so that the output
 //!   holds the lines `cat --recovery skip-corrupt` gives, and reads back whole.
 //! - A plain log ([`salvage_plain`]): every line that is one valid JSON value is kept byte
-//!   for byte (a last one without a newline gets one); the others are dropped.
+//!   for byte (a last one without a newline gets one), and so is a record that follows
+//!   zero bytes a crash left on its line; the others are dropped.
 //!
 //! Every decode is a stream, so memory stays small whatever a frame holds.
 
@@ -721,7 +722,24 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
     // what only a dropped line defined is written to stand alone.
     let mut readers = Readers::default();
     let mut lines = LineReader::new(input);
-    while let Some(line) = lines.next_line()? {
+    while let Some(mut line) = lines.next_line()? {
+        if let Some(k) = after_padding(&line) {
+            // What the crash left is lost; the record written after it is kept.
+            let cut = line.bytes[..k].iter().any(|&b| b != 0);
+            report.lost(Loss {
+                from: line.offset,
+                to: line.offset + k as u64,
+                after_line: line.number - 1,
+                lines: Some(u64::from(cut)),
+                why: match cut {
+                    true => "a line cut by a crash, and the zero bytes it left after it",
+                    false => "zero bytes a crash left before a record",
+                }
+                .into(),
+            });
+            line.bytes = &line.bytes[k..];
+            line.offset += k as u64;
+        }
         let why = match line.ending {
             Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
             _ => json::validate(line.bytes)
@@ -765,6 +783,18 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
     Ok(report)
 }
 
+/// Where the record begins in a line that a crash left zero bytes in (a file system that
+/// had allocated blocks it had not written): after the last of them, when what follows is
+/// one JSON value and the line as a whole is not. A raw zero byte is never inside JSON text,
+/// so nothing of a record lies before it. Agents go on appending after a restart, so a
+/// record often follows the zeros on the same line.
+fn after_padding(line: &crate::io::Line<'_>) -> Option<usize> {
+    let k = memchr::memrchr(0, line.bytes)? + 1;
+    let rest = &line.bytes[k..];
+    let whole = line.ending != Ending::Torn;
+    (whole && json::validate(rest).is_ok()).then_some(k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -800,5 +830,36 @@ mod tests {
         r.lost(loss(500, 600, 14, Some(1), "the frame does not decode: x"));
         r.lost(loss(700, 800, 15, Some(1), "the frame does not decode: x"));
         assert_eq!(r.losses.len(), 7);
+    }
+
+    /// Zero bytes a crash left, and the record an agent wrote after them on the same line:
+    /// the record was dropped with the zeros (a whole line lost that was not).
+    #[test]
+    fn a_record_after_zero_bytes_on_its_line_is_kept() {
+        let zeros = vec![0u8; 2000];
+        let salvage = |parts: &[&[u8]]| {
+            let mut out = Vec::new();
+            let report = salvage_plain(parts.concat().as_slice(), &mut out).unwrap();
+            (String::from_utf8(out).unwrap(), report)
+        };
+        let (a, b) = (&b"{\"n\":1}\n"[..], &b"{\"n\":2}\n"[..]);
+        // Zeros only, then the record.
+        let (out, r) = salvage(&[a, &zeros, b]);
+        assert_eq!(out, "{\"n\":1}\n{\"n\":2}\n");
+        let why = "zero bytes a crash left before a record";
+        assert_eq!(r.losses, [loss(8, 2008, 1, Some(0), why)]);
+        // A record cut, zeros, the next record: the cut one is the line lost.
+        let (out, r) = salvage(&[a, b"{\"n\":1.5,\"te", &zeros, b]);
+        assert_eq!(out, "{\"n\":1}\n{\"n\":2}\n");
+        let why = "a line cut by a crash, and the zero bytes it left after it";
+        assert_eq!(r.losses, [loss(8, 2020, 1, Some(1), why)]);
+        assert_eq!(r.lines_kept, 2);
+        // What follows the zeros must be one JSON value, whole: else the line is lost.
+        for rest in [&b"{\"n\":2\n"[..], b"{\"n\":2} x\n", b"\n", b"{\"n\":2}"] {
+            let (out, r) = salvage(&[a, &zeros, rest]);
+            assert_eq!(out, "{\"n\":1}\n", "{rest:?}");
+            assert_eq!(r.losses.len(), 1, "{rest:?}");
+            assert_eq!(r.losses[0].lines, Some(1), "{rest:?}");
+        }
     }
 }
