@@ -152,6 +152,24 @@ fn a_broken_profile_in_the_path_is_reported_and_skipped() {
         )));
     let listed = String::from_utf8(listed.get_output().stdout.clone()).unwrap();
     assert!(listed.contains("a toy producer") && !listed.contains("another toy"));
+    // A profile of a built-in one's name takes its place: listed once, from its file.
+    let over = tempfile::tempdir().unwrap();
+    let dsh = TOY.replace("\"name\": \"toy\"", "\"name\": \"dsh\"");
+    assert_ne!(dsh, TOY);
+    std::fs::write(over.path().join("dsh.json"), dsh).unwrap();
+    let listed = sess()
+        .env("SESS_PROFILES", over.path())
+        .arg("profiles")
+        .assert()
+        .success();
+    let listed = String::from_utf8(listed.get_output().stdout.clone()).unwrap();
+    let names: Vec<&str> = listed.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(
+        names.iter().filter(|l| l.starts_with("dsh ")).count(),
+        1,
+        "{listed}"
+    );
+    assert!(listed.contains(&over.path().join("dsh.json").display().to_string()));
     // An unknown name is a usage error.
     sess()
         .args(["filter", "--profile", "nonesuch"])

@@ -78,6 +78,9 @@ static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
             }
         }
     }
+    // A profile in the path takes the place of the built-in one of its name.
+    let replaced = |b: &Profile| profiles.iter().any(|p: &Profile| p.name == b.name);
+    let builtin: Vec<Profile> = builtin.into_iter().filter(|b| !replaced(b)).collect();
     profiles.extend(builtin);
     Registry { profiles, problems }
 });
