@@ -121,6 +121,15 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `message` about `file`, as `FILE: MESSAGE`, unless it names the file first already
+/// (`FILE:LINE: ...`, as an [`Error`] does): the file is not named twice.
+pub fn about(file: &str, message: &str) -> String {
+    match message.strip_prefix(file) {
+        Some(rest) if rest.starts_with(':') => message.to_string(),
+        _ => format!("{file}: {message}"),
+    }
+}
+
 /// Adds a place to an I/O error: `.at(place, "cannot read")`.
 pub trait IoContext<T> {
     fn at(self, place: Place, what: &'static str) -> Result<T>;
@@ -137,5 +146,24 @@ impl<T> IoContext<T> for io::Result<T> {
 
     fn at_with(self, place: impl FnOnce() -> Place, what: &'static str) -> Result<T> {
         self.map_err(|e| Error::io(place(), what, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_that_names_its_file_first_is_not_given_the_name_again() {
+        let line = Error::invalid(Place::line("a/g.jsonl", 1), "not JSONL").to_string();
+        assert_eq!(about("a/g.jsonl", &line), "a/g.jsonl:1: not JSONL");
+        let file = Error::invalid(Place::file("a/g.jsonl"), "an ELF executable").to_string();
+        assert_eq!(about("a/g.jsonl", &file), "a/g.jsonl: an ELF executable");
+        assert_eq!(
+            about("a/g.jsonl", "compressed already"),
+            "a/g.jsonl: compressed already"
+        );
+        // Another file whose name begins with this one's is another file.
+        assert_eq!(about("a/g", "a/g.jsonl: x"), "a/g: a/g.jsonl: x");
     }
 }

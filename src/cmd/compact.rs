@@ -226,6 +226,7 @@ fn shown(s: &Step, verbose: bool) -> bool {
 }
 
 fn line(s: &Step) -> String {
+    use sess::error::about;
     let path = s.path.display();
     let sizes = || {
         let packed = s.packed_bytes.unwrap_or(0);
@@ -236,8 +237,8 @@ fn line(s: &Step) -> String {
         Action::WouldCompact => format!("would compact  {path}  {}", sizes()),
         Action::Finished => format!("finished       {path}  {} (an interrupted run's)", sizes()),
         Action::Restored => format!("restored       {path}  {}", human_bytes(s.bytes)),
-        Action::Skipped => format!("left alone     {path}: {}", s.message),
-        Action::Failed => format!("failed         {path}: {}", s.message),
+        Action::Skipped => format!("left alone     {}", about(&path.to_string(), &s.message)),
+        Action::Failed => format!("failed         {}", about(&path.to_string(), &s.message)),
     }
 }
 

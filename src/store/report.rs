@@ -466,7 +466,7 @@ impl StoreReport {
             for e in &self.errors {
                 match e.file.as_str() {
                     "" => writeln!(out, "  {}", e.message),
-                    file => writeln!(out, "  {file}: {}", e.message),
+                    file => writeln!(out, "  {}", crate::error::about(file, &e.message)),
                 }
                 .ok();
             }
