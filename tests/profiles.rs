@@ -177,6 +177,12 @@ fn a_broken_profile_in_the_path_is_reported_and_skipped() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("unknown profile 'nonesuch'"));
+    // And for the profile to print (it was exit 1, an input's fault).
+    sess()
+        .args(["profiles", "nonesuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown profile 'nonesuch'"));
 }
 
 #[test]

@@ -23,7 +23,19 @@ const EXAMPLES: &str = "Examples:
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Args {
     /// Print this profile's file instead of the list.
+    #[arg(value_parser = profile_name)]
     pub name: Option<String>,
+}
+
+/// A name that is no profile's is a usage error (exit 2), as it is for `--profile`.
+fn profile_name(name: &str) -> Result<String, String> {
+    match registry::all().iter().any(|p| p.name == name) {
+        true => Ok(name.to_string()),
+        false => Err(format!(
+            "unknown profile '{name}' (one of: {})",
+            registry::names().join(", ")
+        )),
+    }
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -31,10 +43,7 @@ pub fn run(args: Args) -> Result<()> {
     match &args.name {
         Some(name) => {
             let Some(p) = registry::all().iter().find(|p| p.name == *name) else {
-                bail!(
-                    "unknown profile '{name}' (one of: {})",
-                    registry::names().join(", ")
-                );
+                bail!("unknown profile '{name}'");
             };
             let text = match registry::builtin_text(name).filter(|_| p.origin == "built-in") {
                 Some(t) => t.to_string(),
