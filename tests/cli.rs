@@ -592,7 +592,10 @@ fn completions_are_generated() {
             .args(["completions", shell])
             .assert()
             .success()
-            .stdout(predicate::str::contains("sess"));
+            .stdout(predicate::str::contains("sess"))
+            .stdout(predicate::str::contains("profiles"))
+            // A hidden command (for packagers) is not offered.
+            .stdout(predicate::str::contains("generate-man").not());
     }
 }
 

@@ -15,10 +15,32 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut cmd = crate::cli::command();
+    let mut cmd = shown(crate::cli::command());
     let mut out = sess::io::Sink::stdout();
     clap_complete::generate(args.shell, &mut cmd, "sess", &mut out);
     Ok(out.finish()?)
+}
+
+/// `full` without its hidden subcommands, which the completion scripts would offer (clap
+/// has no way to take a subcommand out, so the root is built again around the others).
+fn shown(full: clap::Command) -> clap::Command {
+    let mut cmd = clap::Command::new(full.get_name().to_string());
+    if let Some(about) = full.get_about() {
+        cmd = cmd.about(about.clone());
+    }
+    if let Some(about) = full.get_long_about() {
+        cmd = cmd.long_about(about.clone());
+    }
+    if let Some(v) = full.get_version() {
+        cmd = cmd.version(v.to_string());
+    }
+    for arg in full.get_arguments() {
+        cmd = cmd.arg(arg.clone());
+    }
+    for sub in full.get_subcommands().filter(|s| !s.is_hide_set()) {
+        cmd = cmd.subcommand(sub.clone());
+    }
+    cmd
 }
 
 #[derive(Debug, clap::Args)]
