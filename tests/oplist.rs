@@ -229,6 +229,12 @@ fn diff_then_recover_gives_the_last_snapshot() {
         .stdout;
     let text = String::from_utf8(rebased).unwrap();
     assert_eq!(text.matches("\"tag\":\"base\"").count(), 2);
+    // Every 0 batches means nothing: a usage error, not a silent "never".
+    sess()
+        .args(["diff", "--rebase-every", "0"])
+        .write_stdin("{\"a\":1}\n")
+        .assert()
+        .code(2);
     sess()
         .arg("diff")
         .write_stdin("{\"a\":1}\n{oops}\n")

@@ -18,7 +18,7 @@ use sess::io::{Line, Sink};
 const ABOUT: &str = "Print the logical events of a log as JSONL";
 
 const LONG_ABOUT: &str = "Print the logical events of one or more logs as JSONL, one event per line, \
-each exactly as it was written. Inputs may be plain JSONL or zstd (detected by magic), \
+each exactly as it was written. Inputs may be plain JSONL, gzip or zstd (detected by magic), \
 and packed chunk rows are expanded into the events they hold. Several inputs are read in \
 order, as one stream.\n\n\
 On a compressed file, --tail and --seq seek: they decode only the frames they need, found \

@@ -41,7 +41,7 @@ pub struct Args {
 
     /// Write a base batch (the whole value) every N batches, so that recovery replays at
     /// most N-1 batches.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub rebase_every: Option<u64>,
 
     #[command(flatten)]
@@ -83,7 +83,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         }
         let rebase = args
             .rebase_every
-            .is_some_and(|n| n > 0 && seq > 0 && seq.is_multiple_of(n));
+            .is_some_and(|n| seq > 0 && seq.is_multiple_of(n));
         let ops = if rebase {
             vec![Op::Replace(next.clone())]
         } else {

@@ -17,7 +17,7 @@ use sess::value::Value;
 const ABOUT: &str = "Rebuild the value an op list holds, from its last base batch";
 
 const LONG_ABOUT: &str = "Read an op list (one batch of Chord ops per line: a bare WireOp[] or a record \
-{\"seq\":N,\"tag\":\"base\"|null,\"ops\":[...]}, \"value\" accepted for \"ops\"; plain or zstd) and \
+{\"seq\":N,\"tag\":\"base\"|null,\"ops\":[...]}, \"value\" accepted for \"ops\"; plain, gzip or zstd) and \
 print the value it holds as one JSON line.\n\n\
 The last base batch (whose first op is r) is found by reading a plain file backwards, so \
 the time taken depends on the tail, not on the length of the list; batches are then \
