@@ -744,6 +744,51 @@ fn cat_tail_and_seq_seek_through_the_index() {
         .assert()
         .success()
         .stdout(want(&all[2995..]));
+    // A log joined to itself (seq starts again): each selection is what a read through of
+    // the plain log gives. The seek from the last frame that begins at or before the range
+    // found the second copy only.
+    let twice = [text.as_bytes(), text.as_bytes()].concat();
+    let joined = dir.path().join("joined");
+    std::fs::create_dir(&joined).unwrap();
+    let plain = joined.join("plain.jsonl");
+    // In small frames, and in frames of one copy each (whose first seqs are equal).
+    for frame_size in [4096, text.len()] {
+        let z = packed(&joined, &twice, frame_size);
+        for range in ["2990..", "1500..1510", "0..3"] {
+            let read = |f: &std::path::Path| stdout_ok(sess().args(["cat", "--seq", range]).arg(f));
+            let (got, want) = (read(&z), read(&plain));
+            assert_eq!(got, want, "--seq {range}, frames of {frame_size}");
+            assert!(!want.is_empty());
+        }
+        std::fs::remove_file(&z).unwrap();
+    }
+}
+
+/// `--recovery absolute` fails on damage anywhere: a seek passed over damage in a frame it
+/// did not need, and `cat --tail` printed its lines with exit 0.
+#[test]
+fn absolute_fails_a_seek_on_damage_it_would_pass_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (z, _) = packed_file(dir.path(), 3000, 4096);
+    let mut bytes = std::fs::read(&z).unwrap();
+    let (_, index) = framed(&log(3000), 4096);
+    let victim = index.entries[1];
+    bytes[(victim.offset + 30) as usize] ^= 0x40;
+    std::fs::write(&z, &bytes).unwrap();
+    sess()
+        .args(["cat", "--tail", "2"])
+        .arg(&z)
+        .assert()
+        .success();
+    for selection in [["--tail", "2"], ["--seq", "2990.."]] {
+        sess()
+            .args(["cat", "--recovery", "absolute"])
+            .args(selection)
+            .arg(&z)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("damaged"));
+    }
 }
 
 /// Frames cut mid-line (`pzstd`, zstd files put together with `cat`, a pack whose input

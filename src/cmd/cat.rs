@@ -24,8 +24,11 @@ order, as one stream.\n\n\
 On a compressed file, --tail and --seq seek: they decode only the frames they need, found \
 through the file's frame index (or its frame headers when it has none), and the frames the \
 index says hold the values their interned lines refer to. Under --recovery \
-point-in-time or skip-corrupt they read the file through instead, so that damage is \
-handled as the mode says.\n\n\
+point-in-time, skip-corrupt or absolute they read the file through instead, so that damage \
+is handled as the mode says (absolute fails on damage anywhere in the file). --seq seeks \
+only where the index shows seq rising from frame to frame; a log whose seq starts again \
+(logs joined with cat; verify reports it) is read through, as a plain one is, except where \
+it starts again inside one frame, which the index cannot show.\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
 not valid JSON is a torn write and is dropped with a warning on stderr.";
 
@@ -108,10 +111,14 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     }
     let mut sink = args.io.sink()?;
     // Seeking reads frames as they are, and any damage in one is an error: to stop at
-    // damage (point-in-time) or skip it (skip-corrupt, which can skip lines of interned
-    // logs), the whole file is read through instead.
+    // damage (point-in-time), skip it (skip-corrupt, which can skip lines of interned
+    // logs) or fail on damage anywhere (absolute, also in frames a seek passes over), the
+    // whole file is read through instead.
     let recovery = args.io.open_options(g).recovery;
-    let reads_through = matches!(recovery, Recovery::PointInTime | Recovery::SkipCorrupt);
+    let reads_through = matches!(
+        recovery,
+        Recovery::PointInTime | Recovery::SkipCorrupt | Recovery::Absolute
+    );
     let seekable = match &inputs[..] {
         [Input::Path(p)]
             if args.lines.is_none()
@@ -122,6 +129,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         }
         _ => None,
     };
+    // --seq seeks where seq rises, as the index tells: where it starts again (logs joined
+    // with `cat`), the file is read through, as a plain one is.
+    let seekable = seekable.filter(|f| args.seq.is_none() || f.seq_rises());
     let read = match (seekable, args.tail) {
         (Some(mut file), Some(n)) => tail_frames(&mut file, n, &select, &mut sink),
         (Some(mut file), None) => seq_frames(&mut file, &select, &mut sink),

@@ -89,6 +89,13 @@ impl Seekable {
         &self.frames
     }
 
+    /// Whether the frames' first seqs, where the index gives them, rise: a seek by seq
+    /// holds only then (a log that starts again, two logs joined, is read through).
+    pub fn seq_rises(&self) -> bool {
+        let firsts: Vec<i64> = self.frames.iter().filter_map(|f| f.first_seq).collect();
+        firsts.windows(2).all(|w| w[0] < w[1])
+    }
+
     /// The first frame that can hold an event with seq `from`: the last one whose first seq
     /// is at or before it (seq only rises), or the first frame when the index does not say.
     pub fn first_frame_for_seq(&self, from: i64) -> usize {
