@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that went away (`sess cat big.jsonl | head -1`) is not an error.
         Err(e) if cmd::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.is::<cmd::Reported>() => ExitCode::FAILURE,
         Err(e) if e.is::<Interrupted>() => {
             let sig = e.downcast_ref::<Interrupted>().map_or(2, |i| i.0);
             ExitCode::from(sess::io::signals::exit_status(sig))

@@ -168,6 +168,30 @@ fn repair_json_names_each_loss_by_bytes_and_lines() {
     assert_eq!(v["lost"][0]["after_line"], 1);
     assert_eq!(v["lost"][0]["lines"], 1);
     assert_eq!(std::fs::read(&fixed).unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
+    // When nothing survives, the error comes first and the report is still the last line.
+    std::fs::write(&torn, "garbage\n").unwrap();
+    let failed = dir.path().join("none.jsonl");
+    let out = sess()
+        .args(["repair", "--json"])
+        .arg(&torn)
+        .arg("-o")
+        .arg(&failed)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let (error, last) = err.trim_end().rsplit_once('\n').unwrap();
+    assert!(
+        error.ends_with("no complete record survived; nothing was written"),
+        "{err}"
+    );
+    assert_eq!(error.matches("sess: error:").count(), 1, "{err}");
+    let v: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(
+        (&v["schema"], &v["lines_kept"]),
+        (&json!("sess-repair/1"), &json!(0))
+    );
+    assert!(!failed.exists());
 }
 
 #[test]

@@ -91,6 +91,19 @@ pub fn expand(
     sess::event::expand(name, line, newline, buf, f)
 }
 
+/// A failure already told on stderr (where a report must come after it): the command
+/// exits 1 without saying it again.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed (told above)")
+    }
+}
+
+impl std::error::Error for Reported {}
+
 /// Whether an error comes from writing to a closed pipe (`sess cat x | head -1`).
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

@@ -135,17 +135,26 @@ pub fn run(mut args: Args) -> Result<()> {
     } else {
         repair::salvage_plain(&mut f, &mut sink).with_context(|| format!("{name}: cannot read"))?
     };
-    if args.json {
-        eprintln!("{}", report_json(&name, &report));
-    } else {
+    if !args.json {
         print_report(&name, &report);
     }
     // Decided before the output is finished: a failed repair writes nothing.
-    if report.nothing_survived() {
-        bail!("{name}: no complete record survived; nothing was written");
+    let done = match report.nothing_survived() {
+        true => Err(anyhow::anyhow!(
+            "{name}: no complete record survived; nothing was written"
+        )),
+        false => refuse_live(&args.file, before.as_ref()).and_then(|()| Ok(sink.finish()?)),
+    };
+    if !args.json {
+        return done;
     }
-    refuse_live(&args.file, before.as_ref())?;
-    Ok(sink.finish()?)
+    // The report is the last line of stderr, after any error, as README promises scripts.
+    let done = done.map_err(|e| {
+        eprintln!("sess: error: {e:#}");
+        anyhow::Error::new(super::Reported)
+    });
+    eprintln!("{}", report_json(&name, &report));
+    done
 }
 
 /// For `--in-place` (`before`: the file as it was opened): fails when the file is being
