@@ -29,6 +29,9 @@ use crate::value::Value;
 /// How every snapshot-delta row starts: sess writes them only so.
 pub const PREFIX: &[u8] = br#"{"type":"snapshot-deltas","first":"#;
 
+/// The `type` of a snapshot-delta row: sess's own, so every profile knows it.
+pub const KIND: &str = "snapshot-deltas";
+
 /// The value of a row's last field, `eol`, when its events end in `\r` (a log written with
 /// `\r\n`).
 const CRLF: &[u8] = br#""\r\n""#;

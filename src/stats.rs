@@ -55,6 +55,8 @@ impl std::io::Write for ByteCount {
 pub struct Stats {
     name: String,
     by_kind: HashMap<String, Tally>,
+    /// The kind of the last line counted, as the table names it.
+    line_kind: String,
     lines: Tally,
     torn: u64,
     detector: Detector<'static>,
@@ -198,6 +200,7 @@ impl Stats {
         Stats {
             name: name.to_string(),
             by_kind: HashMap::new(),
+            line_kind: String::new(),
             lines: Tally::default(),
             torn: 0,
             detector: Detector::new(registry::all(), path),
@@ -226,8 +229,11 @@ impl Stats {
             same.event(ev);
         }
         // `sess filter` reads a last line without its newline as a record (the newline
-        // added) or drops it as torn. Writing to a counter cannot fail.
+        // added) or drops it as torn. Writing to a counter cannot fail. What it keeps of a
+        // packed row's events is the row's, in the table, which has no line for them.
         if !ev.line.is_torn() {
+            let row = ev.member.map(|_| self.line_kind.as_str());
+            self.filter.account_as(row);
             let _ = self.filter.event(ev.bytes, true, &mut self.filtered);
         }
         Ok(())
@@ -293,9 +299,10 @@ impl Stats {
                 .find_map(|path| crate::json::path(line.bytes, path))
                 .map(version_text);
         }
-        with_kind(&mut self.by_kind, kind.as_deref().unwrap_or(NO_TYPE), |t| {
-            t.add(bytes)
-        });
+        let kind = kind.as_deref().unwrap_or(NO_TYPE);
+        with_kind(&mut self.by_kind, kind, |t| t.add(bytes));
+        self.line_kind.clear();
+        self.line_kind.push_str(kind);
         self.lines.add(bytes);
         self.torn += u64::from(!line.terminated());
     }

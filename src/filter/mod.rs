@@ -100,6 +100,9 @@ struct OpenRun {
     frame_type: String,
     key: Option<Vec<u8>>,
     frames: Vec<Held>,
+    /// The kind its frames are counted under per kind, when not their own: the packed row
+    /// that held the last of them ([`Filter::account_as`]).
+    account: Option<String>,
 }
 
 /// The open runs, found by type and key in constant time and written in the order they
@@ -134,13 +137,14 @@ impl OpenRuns {
         key: Option<Vec<u8>>,
         snapshot: bool,
         (bytes, terminated, row): (&[u8], bool, Option<Place>),
+        account: Option<&str>,
     ) -> io::Result<()> {
         let id = self.open_id(frame_type, key);
-        let frames = &mut self
-            .runs
-            .get_mut(&id)
-            .expect("indexed runs are open")
-            .frames;
+        let run = self.runs.get_mut(&id).expect("indexed runs are open");
+        if run.account.as_deref() != account {
+            run.account = account.map(str::to_string);
+        }
+        let frames = &mut run.frames;
         if snapshot {
             self.holder.replace(frames, bytes, terminated, row);
             Ok(())
@@ -168,6 +172,7 @@ impl OpenRuns {
                     .insert(id);
                 let run = OpenRun {
                     frame_type: frame_type.to_string(),
+                    account: None,
                     key,
                     frames: Vec::new(),
                 };
@@ -239,6 +244,8 @@ pub struct Filter {
     unterminated: bool,
     /// For conditional frame kinds: the value the last line of the kind had.
     last_values: HashMap<String, Vec<u8>>,
+    /// The kind the next events are counted under per kind, when not their own.
+    account: Option<String>,
 }
 
 impl Filter {
@@ -253,6 +260,7 @@ impl Filter {
             dropped_unboundable: 0,
             unterminated: false,
             last_values: HashMap::new(),
+            account: None,
         })
     }
 
@@ -268,6 +276,15 @@ impl Filter {
         self.profile.current()
     }
 
+    /// Counts the next events per kind under `kind` rather than their own (when
+    /// [`FilterOptions::per_kind`]): `stats` tallies a packed row's events under the row, as
+    /// its table has a line for the row and none for the events it holds.
+    pub fn account_as(&mut self, kind: Option<&str>) {
+        if self.account.as_deref() != kind {
+            self.account = kind.map(str::to_string);
+        }
+    }
+
     /// One logical event (without newline). `terminated` is false only for a last line
     /// without newline, which is written back so when kept.
     pub fn event<W: Write>(
@@ -275,6 +292,20 @@ impl Filter {
         line: &[u8],
         terminated: bool,
         out: &mut W,
+    ) -> io::Result<()> {
+        let account = self.account.take();
+        let done = self.event_as(line, terminated, out, account.as_deref());
+        self.account = account;
+        done
+    }
+
+    /// [`Filter::event`], counted per kind under `account` when given.
+    fn event_as<W: Write>(
+        &mut self,
+        line: &[u8],
+        terminated: bool,
+        out: &mut W,
+        account: Option<&str>,
     ) -> io::Result<()> {
         let (class, kind) = match self.profile.see(line) {
             Some(p) => {
@@ -292,19 +323,20 @@ impl Filter {
             (Class::Frame, Some(k)) => self.frame_or_fact(k, line),
             _ => class,
         };
+        let tally = account.or(kind);
         let n = line.len() as u64 + u64::from(terminated);
         let c = self.counts.entry(class).or_default();
         c.events_in += 1;
         c.bytes_in += n;
         if self.opts.per_kind {
-            with_kind(&mut self.by_kind, kind.unwrap_or(NO_KIND), |c| {
+            with_kind(&mut self.by_kind, tally.unwrap_or(NO_KIND), |c| {
                 c.events_in += 1;
                 c.bytes_in += n;
             });
         }
         if let Some(only) = self.opts.only {
             if only == class {
-                self.write((class, kind), line, terminated, out)?;
+                self.write((class, tally), line, terminated, out)?;
             }
             return Ok(());
         }
@@ -316,12 +348,12 @@ impl Filter {
                 if let Some(k) = kind {
                     self.close_runs(k, line);
                 }
-                self.write((class, kind), line, terminated, out)
+                self.write((class, tally), line, terminated, out)
             }
             Class::Frame if !self.opts.include_live => {
                 let k = kind.unwrap_or_default();
                 self.end_other_runs(k, line, out)?;
-                self.pend(k, line, (line, terminated, None))
+                self.pend(k, line, (line, terminated, None), account)
             }
             Class::Frame | Class::Mirror if self.opts.include_live => {
                 if class == Class::Frame {
@@ -330,11 +362,11 @@ impl Filter {
                     // ([`Filter::keep_orphan`]).
                     let k = kind.unwrap_or_default();
                     self.end_other_runs(k, line, out)?;
-                    self.pend(k, line, (line, terminated, None))?;
+                    self.pend(k, line, (line, terminated, None), account)?;
                 }
                 let how = &self.profile.current().expect("classified by it").bound;
                 match bound::bound(line, self.opts.max_frame_bytes, how) {
-                    Some(b) => self.write((class, kind), &b, true, out),
+                    Some(b) => self.write((class, tally), &b, true, out),
                     None => {
                         self.dropped_unboundable += 1;
                         Ok(())
@@ -353,8 +385,8 @@ impl Filter {
                     _ => None,
                 };
                 match projected {
-                    Some(p) => self.write((class, kind), &p, terminated, out),
-                    None => self.write((class, kind), line, terminated, out),
+                    Some(p) => self.write((class, tally), &p, terminated, out),
+                    None => self.write((class, tally), line, terminated, out),
                 }
             }
         }
@@ -384,7 +416,12 @@ impl Filter {
         };
         self.end_other_runs(&kind, first, out)?;
         // The row's events all end in a newline: they are members of a line.
-        self.pend(&kind, first, (row, true, Some(Place::line(file, line))))?;
+        self.pend(
+            &kind,
+            first,
+            (row, true, Some(Place::line(file, line))),
+            None,
+        )?;
         Ok(true)
     }
 
@@ -455,7 +492,10 @@ impl Filter {
                 if self.opts.include_live && line.len() <= self.opts.max_frame_bytes {
                     continue;
                 }
-                let kind = (Class::Frame, Some(&run.frame_type[..]));
+                let kind = (
+                    Class::Frame,
+                    Some(run.account.as_deref().unwrap_or(&run.frame_type)),
+                );
                 self.write(kind, &line, frame.terminated, out)?;
             }
         }
@@ -540,6 +580,7 @@ impl Filter {
         frame_type: &str,
         line: &[u8],
         held: (&[u8], bool, Option<Place>),
+        account: Option<&str>,
     ) -> io::Result<()> {
         let Some(rule) = self
             .profile
@@ -550,7 +591,7 @@ impl Filter {
         };
         let key = rule.key_of(line);
         let snapshot = rule.snapshot.holds(line);
-        self.open.hold(frame_type, key, snapshot, held)
+        self.open.hold(frame_type, key, snapshot, held, account)
     }
 
     /// Per-class counts as one JSON object (`docs/FORMAT.md`, "`sess filter --stats

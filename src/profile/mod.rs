@@ -661,9 +661,12 @@ impl Profile {
         }
     }
 
-    /// Whether the profile names this kind (in any class, or as known).
+    /// Whether the profile names this kind (in any class, or as known). The rows sess packs
+    /// a producer's frames into are its own, known whatever the producer.
     pub fn knows(&self, kind: &str) -> bool {
-        self.known.contains(kind) || self.classify(Some(kind)) != Class::Fact
+        self.known.contains(kind)
+            || self.classify(Some(kind)) != Class::Fact
+            || kind == crate::snapshots::KIND
     }
 
     /// Makes `t` a fact, whatever it was.
