@@ -638,12 +638,14 @@ impl Salvager<'_> {
             Ok(())
         })?;
         out.flush_frame()?;
+        // What the frame's blocks gave: its lines, and what follows the last (the carried
+        // bytes the first line began with were an earlier frame's).
+        let decoded = decoded + pending.len() as u64 - had as u64;
         if read == 0 && had > 0 {
             // A line begun before the frame that its prefix does not end: the last line.
             self.carry = pending.drain(..had).collect();
         }
         self.report.torn_lines_kept = kept;
-        let decoded = decoded + pending.len() as u64 - had as u64;
         let mut why = format!(
             "a torn final frame: kept its {kept} complete line(s), dropped {} byte(s) of a \
              partial line",
