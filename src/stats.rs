@@ -216,8 +216,10 @@ impl Stats {
     }
 
     /// Counts one logical event; its physical line is counted with the line's first event.
-    /// Counts one logical event; fails only when the pack simulation's thread has no
-    /// memory for a copy of it (an interned line can stand for gigabytes).
+    /// Fails when the pack simulation has no memory for a copy of the event (an interned
+    /// line can stand for gigabytes): its batch for the other thread, or, on this thread,
+    /// the frame it is written into. A failure on the other thread is told by
+    /// [`Stats::report`].
     pub fn add_event(&mut self, ev: &Event<'_>) -> Result<(), NoRoom> {
         if ev.starts_line() {
             self.add_line(&ev.line);
@@ -335,8 +337,10 @@ impl Stats {
                 bytes: s.bytes,
                 share: s.bytes as f64 / total,
                 largest: s.largest,
+                // sess's own rows are known whatever the producer.
                 known: k == NO_TYPE
                     || k == OTHER_KINDS
+                    || k == crate::snapshots::KIND
                     || detected.profile.is_none()
                     || profile.knows(k),
                 filtered_bytes: self.filter.by_kind.get(k).map_or(0, |c| c.bytes_out),
@@ -716,6 +720,24 @@ mod tests {
                 Ending::Unterminated
             },
         }
+    }
+
+    /// A simulation that ran out of memory for a line (on stats' other thread, where the
+    /// error cannot be returned) says so when finished, rather than figures of nothing.
+    #[test]
+    fn a_simulation_that_failed_says_so_when_finished() {
+        let mut sim = Simulation::new(None, Accuracy::Estimate);
+        assert!(sim.event(b"{\"type\":\"a\"}", true).is_ok());
+        sim.failed = Some(NoRoom(7));
+        assert_eq!(sim.event(b"{\"type\":\"b\"}", true), Err(NoRoom(7)));
+        assert_eq!(sim.finish(None).err(), Some(NoRoom(7)));
+        let mut thread = Stats::new("t", None, Accuracy::Estimate).pack_on_a_thread();
+        if let PackSide::Thread { .. } = &thread.pack {
+        } else {
+            panic!("a thread");
+        }
+        thread.add_line(&line(br#"{"type":"a"}"#, true));
+        assert!(thread.report().is_ok());
     }
 
     #[test]

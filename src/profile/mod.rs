@@ -661,12 +661,9 @@ impl Profile {
         }
     }
 
-    /// Whether the profile names this kind (in any class, or as known). The rows sess packs
-    /// a producer's frames into are its own, known whatever the producer.
+    /// Whether the profile names this kind (in any class, or as known).
     pub fn knows(&self, kind: &str) -> bool {
-        self.known.contains(kind)
-            || self.classify(Some(kind)) != Class::Fact
-            || kind == crate::snapshots::KIND
+        self.known.contains(kind) || self.classify(Some(kind)) != Class::Fact
     }
 
     /// Makes `t` a fact, whatever it was.
