@@ -11,8 +11,8 @@
 //!   rebuilt and written to stand alone ([`intern::standalone`]), so that the output
 //!   holds the lines `cat --recovery skip-corrupt` gives, and reads back whole.
 //! - A plain log ([`salvage_plain`]): every line that is one valid JSON value is kept byte
-//!   for byte (a last one without a newline gets one), and so is a record that follows
-//!   zero bytes a crash left on its line; the others are dropped.
+//!   for byte (a last one without a newline gets one), and so is each record among the
+//!   zero bytes a crash left in a line; the others are dropped.
 //!
 //! Every decode is a stream, so memory stays small whatever a frame holds.
 
@@ -717,84 +717,131 @@ fn next_good_frame(f: &mut File, from: u64, len: u64) -> io::Result<Option<u64>>
 }
 
 /// Copies every complete record of a plain log to `out`: lines that are one valid JSON
-/// value, a last one without a newline getting one.
+/// value, a last one without a newline getting one, and the records among the zero bytes a
+/// crash left ([`pieces`]).
 pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<RepairReport> {
     let mut report = RepairReport::default();
     // Interned lines (`sess pack --plain --intern-min`): as in frames, a line that needs
     // what only a dropped line defined is written to stand alone.
     let mut readers = Readers::default();
     let mut lines = LineReader::new(input);
-    while let Some(mut line) = lines.next_line()? {
-        if let Some(k) = after_padding(&line) {
-            // What the crash left is lost; the record written after it is kept.
-            let cut = line.bytes[..k].iter().any(|&b| b != 0);
-            report.lost(Loss {
-                from: line.offset,
-                to: line.offset + k as u64,
-                after_line: line.number - 1,
-                lines: Some(u64::from(cut)),
-                why: match cut {
-                    true => "a line cut by a crash, and the zero bytes it left after it",
-                    false => "zero bytes a crash left before a record",
+    while let Some(line) = lines.next_line()? {
+        for piece in pieces(line) {
+            match piece {
+                Piece::Line(piece, before_zeros) => {
+                    salvage_line(piece, before_zeros, &mut report, &mut readers, out)?
                 }
-                .into(),
-            });
-            line.bytes = &line.bytes[k..];
-            line.offset += k as u64;
-        }
-        let why = match line.ending {
-            Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
-            _ => json::validate(line.bytes)
-                .err()
-                .map(|e| format!("invalid JSON at column {}: {e}", e.offset + 1)),
-        };
-        let verdict = match why {
-            // Readers of the input rebuild it still, and keep what it defines.
-            Some(why) => {
-                if intern::is_interned(line.bytes)
-                    && let Err(e) = readers.input.read(line.bytes, &mut readers.rebuilt)
-                {
-                    e.into_fatal()?;
-                }
-                Verdict::Lose(why)
+                Piece::Zeros(zeros) => report.lost(zeros),
             }
-            None => readers.verdict(line.bytes, None)?,
-        };
-        let written = match verdict {
-            Verdict::Keep => line.bytes,
-            Verdict::Alone(ref bytes) => bytes,
-            Verdict::Lose(why) => {
-                let end = line.offset + line.bytes.len() as u64 + u64::from(line.terminated());
-                report.lost(Loss {
-                    from: line.offset,
-                    to: end,
-                    after_line: line.number - 1,
-                    lines: Some(1),
-                    why,
-                });
-                continue;
-            }
-        };
-        out.write_all(written)?;
-        out.write_all(b"\n")?;
-        report.lines_kept += 1;
-        if line.ending == Ending::Unterminated {
-            report.newline_added = Some(line.number);
         }
     }
     Ok(report)
 }
 
-/// Where the record begins in a line that a crash left zero bytes in (a file system that
-/// had allocated blocks it had not written): after the last of them, when what follows is
-/// one JSON value and the line as a whole is not. A raw zero byte is never inside JSON text,
-/// so nothing of a record lies before it. Agents go on appending after a restart, so a
-/// record often follows the zeros on the same line.
-fn after_padding(line: &crate::io::Line<'_>) -> Option<usize> {
-    let k = memchr::memrchr(0, line.bytes)? + 1;
-    let rest = &line.bytes[k..];
-    let whole = line.ending != Ending::Torn;
-    (whole && json::validate(rest).is_ok()).then_some(k)
+/// Keeps `line` when it is a complete record (rebuilt to stand alone if need be), else
+/// reports it lost. `before_zeros`: a piece of a line, ended by zero bytes ([`pieces`]).
+fn salvage_line<W: Write>(
+    line: crate::io::Line<'_>,
+    before_zeros: bool,
+    report: &mut RepairReport,
+    readers: &mut Readers,
+    out: &mut W,
+) -> io::Result<()> {
+    let why = match line.ending {
+        Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
+        _ => json::validate(line.bytes)
+            .err()
+            .map(|e| format!("invalid JSON at column {}: {e}", e.offset + 1)),
+    };
+    let verdict = match why {
+        // Readers of the input rebuild it still, and keep what it defines.
+        Some(why) => {
+            if intern::is_interned(line.bytes)
+                && let Err(e) = readers.input.read(line.bytes, &mut readers.rebuilt)
+            {
+                e.into_fatal()?;
+            }
+            Verdict::Lose(why)
+        }
+        None => readers.verdict(line.bytes, None)?,
+    };
+    let written = match verdict {
+        Verdict::Keep => line.bytes,
+        Verdict::Alone(ref bytes) => bytes,
+        Verdict::Lose(why) => {
+            let newline = line.terminated() && !before_zeros;
+            let end = line.offset + line.bytes.len() as u64 + u64::from(newline);
+            report.lost(Loss {
+                from: line.offset,
+                to: end,
+                after_line: line.number - 1,
+                lines: Some(1),
+                why,
+            });
+            return Ok(());
+        }
+    };
+    out.write_all(written)?;
+    out.write_all(b"\n")?;
+    report.lines_kept += 1;
+    if line.ending == Ending::Unterminated && !before_zeros {
+        report.newline_added = Some(line.number);
+    }
+    Ok(())
+}
+
+/// A part of a line ([`pieces`]): one to read as a line (and whether zeros end it), or
+/// zeros, lost.
+enum Piece<'a> {
+    Line(crate::io::Line<'a>, bool),
+    Zeros(Loss),
+}
+
+/// A line as the records it holds. A line that holds zero bytes is where a crash left them
+/// (a file system that had allocated blocks it had not written), and agents go on
+/// appending after a restart: so the bytes between runs of zeros are read as lines of
+/// their own (a raw zero byte is never inside JSON text, so no record spans one), and the
+/// zeros are reported lost, as no line (with the newline, when they end the line). Each
+/// piece comes with whether zeros end it; the last piece ends as the line does, a torn last
+/// line's being whole when it is one value.
+fn pieces(line: crate::io::Line<'_>) -> Vec<Piece<'_>> {
+    if memchr::memchr(0, line.bytes).is_none() {
+        return vec![Piece::Line(line, false)];
+    }
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    while at < line.bytes.len() {
+        let zeros = line.bytes[at..].iter().take_while(|&&b| b == 0).count();
+        if zeros > 0 {
+            let newline = at + zeros == line.bytes.len() && line.terminated();
+            pieces.push(Piece::Zeros(Loss {
+                from: line.offset + at as u64,
+                to: line.offset + (at + zeros) as u64 + u64::from(newline),
+                after_line: line.number - 1,
+                lines: Some(0),
+                why: "zero bytes a crash left".into(),
+            }));
+            at += zeros;
+            continue;
+        }
+        let len = memchr::memchr(0, &line.bytes[at..]).unwrap_or(line.bytes.len() - at);
+        let bytes = &line.bytes[at..at + len];
+        let last = at + len == line.bytes.len();
+        let ending = match (last, line.ending) {
+            (false, _) => Ending::Newline,
+            (true, Ending::Torn) if json::validate(bytes).is_ok() => Ending::Unterminated,
+            (true, e) => e,
+        };
+        let piece = crate::io::Line {
+            bytes,
+            offset: line.offset + at as u64,
+            ending,
+            ..line
+        };
+        pieces.push(Piece::Line(piece, !last));
+        at += len;
+    }
+    pieces
 }
 
 #[cfg(test)]
@@ -834,10 +881,10 @@ mod tests {
         assert_eq!(r.losses.len(), 7);
     }
 
-    /// Zero bytes a crash left, and the record an agent wrote after them on the same line:
-    /// the record was dropped with the zeros (a whole line lost that was not).
+    /// Zero bytes a crash left, and the records on either side of them on the same line:
+    /// the record after the zeros was dropped with them (a whole line lost that was not).
     #[test]
-    fn a_record_after_zero_bytes_on_its_line_is_kept() {
+    fn records_among_zero_bytes_on_a_line_are_kept() {
         let zeros = vec![0u8; 2000];
         let salvage = |parts: &[&[u8]]| {
             let mut out = Vec::new();
@@ -845,23 +892,41 @@ mod tests {
             (String::from_utf8(out).unwrap(), report)
         };
         let (a, b) = (&b"{\"n\":1}\n"[..], &b"{\"n\":2}\n"[..]);
-        // Zeros only, then the record.
+        let both = "{\"n\":1}\n{\"n\":2}\n";
+        let zeros_lost = |from: u64, to: u64| loss(from, to, 1, Some(0), "zero bytes a crash left");
+        // Zeros, then the record.
         let (out, r) = salvage(&[a, &zeros, b]);
-        assert_eq!(out, "{\"n\":1}\n{\"n\":2}\n");
-        let why = "zero bytes a crash left before a record";
-        assert_eq!(r.losses, [loss(8, 2008, 1, Some(0), why)]);
+        assert_eq!(out, both);
+        assert_eq!(r.losses, [zeros_lost(8, 2008)]);
+        assert_eq!((r.lines_kept, r.newline_added), (2, None));
         // A record cut, zeros, the next record: the cut one is the line lost.
         let (out, r) = salvage(&[a, b"{\"n\":1.5,\"te", &zeros, b]);
-        assert_eq!(out, "{\"n\":1}\n{\"n\":2}\n");
-        let why = "a line cut by a crash, and the zero bytes it left after it";
-        assert_eq!(r.losses, [loss(8, 2020, 1, Some(1), why)]);
-        assert_eq!(r.lines_kept, 2);
-        // What follows the zeros must be one JSON value, whole: else the line is lost.
-        for rest in [&b"{\"n\":2\n"[..], b"{\"n\":2} x\n", b"\n", b"{\"n\":2}"] {
+        assert_eq!(out, both);
+        let cut = "invalid JSON at column 13: expected a closing '\"'";
+        assert_eq!(
+            r.losses,
+            [loss(8, 20, 1, Some(1), cut), zeros_lost(20, 2020)]
+        );
+        // A whole record before the zeros is kept too, and one after them at the end of
+        // the input, without its newline, gets one.
+        let (out, r) = salvage(&[a, b"{\"n\":1.5}", &zeros, b"{\"n\":2}"]);
+        assert_eq!(out, "{\"n\":1}\n{\"n\":1.5}\n{\"n\":2}\n");
+        assert_eq!(r.losses, [zeros_lost(17, 2017)]);
+        assert_eq!(r.newline_added, Some(2));
+        // Zeros after the record, to the line's end (its newline lost with them).
+        let (out, r) = salvage(&[a, &zeros, b"{\"n\":2}", &zeros, b"\n"]);
+        assert_eq!(out, both);
+        assert_eq!(r.losses, [zeros_lost(8, 2008), zeros_lost(2015, 4016)]);
+        // What is not one whole JSON value is lost, as a line.
+        for rest in [&b"{\"n\":2\n"[..], b"{\"n\":2} x\n", b"{\"n\":"] {
             let (out, r) = salvage(&[a, &zeros, rest]);
             assert_eq!(out, "{\"n\":1}\n", "{rest:?}");
-            assert_eq!(r.losses.len(), 1, "{rest:?}");
-            assert_eq!(r.losses[0].lines, Some(1), "{rest:?}");
+            assert_eq!(r.losses.len(), 2, "{rest:?}");
+            assert_eq!(r.losses[1].lines, Some(1), "{rest:?}");
         }
+        // A line of zeros alone costs no line.
+        let (out, r) = salvage(&[a, &zeros, b"\n", b]);
+        assert_eq!(out, both);
+        assert_eq!(r.losses, [zeros_lost(8, 2009)]);
     }
 }
