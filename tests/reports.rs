@@ -192,6 +192,15 @@ fn repair_json_names_each_loss_by_bytes_and_lines() {
         (&json!("sess-repair/1"), &json!(0))
     );
     assert!(!failed.exists());
+    // A reader gone from stdout ends repair quietly (exit 0), as it ends every command.
+    let big: String = (0..20_000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    std::fs::write(&torn, big).unwrap();
+    let args = format!(
+        "repair --json {} 2>/dev/null | true; exit ${{PIPESTATUS[0]}}",
+        torn.display()
+    );
+    let status = common::sess_in_bash("", &args).status().unwrap();
+    assert_eq!(status.code(), Some(0));
 }
 
 #[test]

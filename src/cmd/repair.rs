@@ -150,6 +150,10 @@ pub fn run(mut args: Args) -> Result<()> {
     }
     // The report is the last line of stderr, after any error, as README promises scripts.
     let done = done.map_err(|e| {
+        // A reader gone from stdout is not an error (main exits 0 on it, quietly).
+        if super::is_broken_pipe(&e) {
+            return e;
+        }
         eprintln!("sess: error: {e:#}");
         anyhow::Error::new(super::Reported)
     });
