@@ -86,6 +86,23 @@ fn filter_stats_json_gives_the_table_per_class_and_the_profile_per_input() {
         .arg(testdata("pi-new.jsonl"))
         .assert()
         .code(2);
+    // An input that fails: the error, then the report of what was read before it, last.
+    let out = sess()
+        .args(["filter", "--stats", "--json"])
+        .arg(testdata("pi-new.jsonl"))
+        .arg("/nonexistent/log.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let (error, last) = err.trim_end().rsplit_once('\n').unwrap();
+    assert!(
+        error.ends_with("cannot open: No such file or directory (os error 2)"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["total"]["events_in"], 31, "{v}");
+    assert_eq!(v["inputs"][0]["profile"], "pi");
 }
 
 #[test]

@@ -171,9 +171,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         Ok(())
     };
     let read = read();
-    super::settled(&mut sink, read)?;
-    sink.finish()?;
+    let done = super::settled(&mut sink, read).and_then(|()| Ok(sink.finish()?));
     if args.json {
+        // What was read before a failure is counted, and the report stays last.
+        let done = super::told_before_report(done);
         let mut report = filter.counts_json();
         report["schema"] = "sess-filter-stats/1".into();
         report["inputs"] = used
@@ -181,7 +182,10 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             .map(|(file, profile)| serde_json::json!({"file": file, "profile": profile}))
             .collect();
         eprintln!("{report}");
-    } else if args.stats {
+        return done;
+    }
+    done?;
+    if args.stats {
         eprint!(
             "sess filter: profile {}\n{}",
             profiles_used(&used),

@@ -91,6 +91,19 @@ pub fn expand(
     sess::event::expand(name, line, newline, buf, f)
 }
 
+/// `done`, told now when it failed, so that a report printed next is the last line of
+/// stderr (README, for scripts): the command then exits 1 through [`Reported`]. A reader
+/// gone from stdout is passed on untold, to end the command quietly as it ends any.
+pub fn told_before_report(done: Result<()>) -> Result<()> {
+    done.map_err(|e| {
+        if is_broken_pipe(&e) {
+            return e;
+        }
+        eprintln!("sess: error: {e:#}");
+        anyhow::Error::new(Reported)
+    })
+}
+
 /// A failure already told on stderr (where a report must come after it): the command
 /// exits 1 without saying it again.
 #[derive(Debug)]

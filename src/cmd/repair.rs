@@ -148,15 +148,7 @@ pub fn run(mut args: Args) -> Result<()> {
     if !args.json {
         return done;
     }
-    // The report is the last line of stderr, after any error, as README promises scripts.
-    let done = done.map_err(|e| {
-        // A reader gone from stdout is not an error (main exits 0 on it, quietly).
-        if super::is_broken_pipe(&e) {
-            return e;
-        }
-        eprintln!("sess: error: {e:#}");
-        anyhow::Error::new(super::Reported)
-    });
+    let done = super::told_before_report(done);
     eprintln!("{}", report_json(&name, &report));
     done
 }
