@@ -1951,11 +1951,8 @@ impl<W: Framed> Write for InternWriter<W> {
         // A line without its newline yet is gathered, however long it is: when memory runs
         // out for it, that is an error, not an abort.
         if self.pending.try_reserve(rest.len()).is_err() {
-            let why = format!(
-                "not enough memory for its {} bytes",
-                self.pending.len() + rest.len()
-            );
-            return Err(io::Error::new(io::ErrorKind::OutOfMemory, why));
+            let len = self.pending.len() + rest.len();
+            return Err(crate::io::memory::no_room(len));
         }
         self.pending.extend_from_slice(rest);
         Ok(buf.len())

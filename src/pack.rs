@@ -1037,8 +1037,7 @@ impl NoRoom {
 
 impl From<NoRoom> for io::Error {
     fn from(e: NoRoom) -> io::Error {
-        let why = format!("not enough memory for its {} bytes", e.0);
-        io::Error::new(io::ErrorKind::OutOfMemory, why)
+        crate::io::memory::no_room(e.0)
     }
 }
 

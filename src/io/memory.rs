@@ -18,3 +18,11 @@ pub fn return_large_frees() {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
+
+/// The error for a copy of a line that memory had no room for (`len` bytes). The copies
+/// of a line that may be huge (an interned line can stand for gigabytes) reserve with
+/// `try_reserve` and fail with this, where an allocation that fails would abort.
+pub fn no_room(len: usize) -> std::io::Error {
+    let why = format!("not enough memory for its {len} bytes");
+    std::io::Error::new(std::io::ErrorKind::OutOfMemory, why)
+}
