@@ -726,6 +726,11 @@ pub fn salvage_plain<R: Read, W: Write>(input: R, out: &mut W) -> io::Result<Rep
     let mut readers = Readers::default();
     let mut lines = LineReader::new(input);
     while let Some(line) = lines.next_line()? {
+        // Most lines hold no zero byte: read as they are, without a list of pieces.
+        if memchr::memchr(0, line.bytes).is_none() {
+            salvage_line(line, false, &mut report, &mut readers, out)?;
+            continue;
+        }
         for piece in pieces(line) {
             match piece {
                 Piece::Line(piece, before_zeros) => {
@@ -797,7 +802,7 @@ enum Piece<'a> {
     Zeros(Loss),
 }
 
-/// A line as the records it holds. A line that holds zero bytes is where a crash left them
+/// A line that holds zero bytes as the records it holds. Zero bytes are where a crash left them
 /// (a file system that had allocated blocks it had not written), and agents go on
 /// appending after a restart: so the bytes between runs of zeros are read as lines of
 /// their own (a raw zero byte is never inside JSON text, so no record spans one), and the
@@ -805,9 +810,6 @@ enum Piece<'a> {
 /// piece comes with whether zeros end it; the last piece ends as the line does, a torn last
 /// line's being whole when it is one value.
 fn pieces(line: crate::io::Line<'_>) -> Vec<Piece<'_>> {
-    if memchr::memchr(0, line.bytes).is_none() {
-        return vec![Piece::Line(line, false)];
-    }
     let mut pieces = Vec::new();
     let mut at = 0;
     while at < line.bytes.len() {
