@@ -10,13 +10,18 @@ pub const TRUNCATED: &str = "[live output truncated]";
 /// Identifier fields longer than this (UTF-16 units) are clipped.
 const ID_CLIP: usize = 64;
 
+/// Whether [`bound`] keeps a frame as it is.
+pub fn kept_whole(line: &[u8], cap: usize) -> bool {
+    line.len() <= cap
+}
+
 /// Bounds an opted-in frame to `cap` serialized bytes. A frame within the cap is kept as it
 /// is. A larger one becomes `{"type":T,<identifiers>,"truncated":true,"text":"[live output
 /// truncated]…tail"}`: the tail of its text, its top-level identifiers (fields named `id` or
 /// ending in `Id`, `Name` or `name`) clipped, and nothing else. Sizes are measured on the
 /// serialized bytes, after JSON escaping. Returns `None` when not even the type fits.
 pub fn bound(line: &[u8], cap: usize, how: &Bounding) -> Option<Vec<u8>> {
-    if line.len() <= cap {
+    if kept_whole(line, cap) {
         return Some(line.to_vec());
     }
     let v = Value::parse(line).ok();

@@ -489,7 +489,7 @@ impl Filter {
                     Some(place) => crate::snapshots::last_event(&frame.bytes)
                         .map_err(|why| io::Error::other(Error::invalid(*place, why)))?,
                 };
-                if self.opts.include_live && line.len() <= self.opts.max_frame_bytes {
+                if self.opts.include_live && bound::kept_whole(&line, self.opts.max_frame_bytes) {
                     continue;
                 }
                 let kind = (
