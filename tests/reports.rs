@@ -18,6 +18,15 @@ fn one_object(text: &[u8]) -> Value {
     v
 }
 
+/// stderr of a failed command with --json: its error lines, then its report, the last
+/// line, as one JSON object.
+fn error_then_report(stderr: &[u8]) -> (String, Value) {
+    let err = std::str::from_utf8(stderr).unwrap();
+    let (error, last) = err.trim_end().rsplit_once('\n').unwrap_or(("", err));
+    let v: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (error.to_string(), v)
+}
+
 #[test]
 fn verify_json_lists_each_problem_with_its_place_and_exits_as_verify_does() {
     let out = sess()
@@ -94,13 +103,11 @@ fn filter_stats_json_gives_the_table_per_class_and_the_profile_per_input() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    let (error, last) = err.trim_end().rsplit_once('\n').unwrap();
+    let (error, v) = error_then_report(&out.stderr);
     assert!(
         error.ends_with("cannot open: No such file or directory (os error 2)"),
-        "{err}"
+        "{error}"
     );
-    let v: Value = serde_json::from_str(last).unwrap();
     assert_eq!(v["total"]["events_in"], 31, "{v}");
     assert_eq!(v["inputs"][0]["profile"], "pi");
 }
@@ -196,14 +203,12 @@ fn repair_json_names_each_loss_by_bytes_and_lines() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    let (error, last) = err.trim_end().rsplit_once('\n').unwrap();
+    let (error, v) = error_then_report(&out.stderr);
     assert!(
         error.ends_with("no complete record survived; nothing was written"),
-        "{err}"
+        "{error}"
     );
-    assert_eq!(error.matches("sess: error:").count(), 1, "{err}");
-    let v: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(error.matches("sess: error:").count(), 1, "{error}");
     assert_eq!(
         (&v["schema"], &v["lines_kept"]),
         (&json!("sess-repair/1"), &json!(0))
