@@ -200,6 +200,17 @@ fn pack_keeps_no_entry_per_element_of_a_huge_array() {
         .stdout(predicate::eq(line.into_bytes()));
 }
 
+/// `sess ARGS` under `ulimit -v LIMIT` (KiB), its stdout thrown away: its exit code and
+/// stderr.
+fn under_limit(limit: &str, args: &str) -> (Option<i32>, String) {
+    let args = format!("{args} > /dev/null");
+    let out = common::sess_in_bash(&format!("ulimit -v {limit} && "), &args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), err)
+}
+
 /// A packed log of 1.5 MB: a 1 MiB value, and one line of `k` refs to it, which stands
 /// for a line of `k` MiB.
 fn interned_bomb(k: usize) -> String {
@@ -236,12 +247,8 @@ fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() 
         "stats",
         "cat --recovery skip-corrupt",
     ] {
-        let args = format!("{cmd} -q {} > /dev/null", bomb.display());
-        let out = common::sess_in_bash("ulimit -v 1000000 && ", &args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        let (code, err) = under_limit("1000000", &format!("{cmd} -q {}", bomb.display()));
+        assert_eq!(code, Some(1), "{cmd}: {err}");
         assert!(
             err.contains(
                 "bomb.jsonl:2: cannot rebuild the interned line: not enough memory for the 1572867"
@@ -260,11 +267,7 @@ fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() 
         vec!["0"; 5000].join(",")
     );
     std::fs::write(&bomb, huge).unwrap();
-    let args = format!("cat -q {} > /dev/null", bomb.display());
-    let out = common::sess_in_bash("ulimit -v 1000000 && ", &args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_, err) = under_limit("1000000", &format!("cat -q {}", bomb.display()));
     assert!(
         err.contains("bomb.jsonl:2: a malformed interned line: the line would be longer than"),
         "{err}"
@@ -272,12 +275,8 @@ fn an_interned_line_that_stands_for_more_than_memory_is_an_error_not_an_abort() 
     // A damaged ref's length asks for nothing: the ref is what is wrong.
     let damaged = "{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[[5,7,3000000000,1]],\"line\":{\"v\":0}}\n";
     std::fs::write(&bomb, damaged).unwrap();
-    let args = format!("cat -q {} > /dev/null", bomb.display());
-    let out = common::sess_in_bash("ulimit -v 1000000 && ", &args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = under_limit("1000000", &format!("cat -q {}", bomb.display()));
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("refers to value 7, which is not defined"),
         "{err}"
@@ -297,14 +296,7 @@ fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
     std::fs::copy(&bomb, folder.join("bomb.jsonl")).unwrap();
     let named = "bomb.jsonl:2: cannot hold the line: not enough memory for its 1572865501 bytes";
     let run = |limit: &str, cmd: &str, input: &std::path::Path| {
-        let args = format!("{cmd} -q {} > /dev/null", input.display());
-        let out = common::sess_in_bash(&format!("ulimit -v {limit} && "), &args)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        under_limit(limit, &format!("{cmd} -q {}", input.display()))
     };
     for cmd in [
         "stats",
