@@ -771,7 +771,7 @@ fn absolute_fails_a_seek_on_damage_it_would_pass_over() {
     let dir = tempfile::tempdir().unwrap();
     let (z, _) = packed_file(dir.path(), 3000, 4096);
     let mut bytes = std::fs::read(&z).unwrap();
-    let (_, index) = framed(&log(3000), 4096);
+    let (index, _) = common::index_of(&bytes);
     let victim = index.entries[1];
     bytes[(victim.offset + 30) as usize] ^= 0x40;
     std::fs::write(&z, &bytes).unwrap();
