@@ -732,10 +732,7 @@ mod tests {
         assert_eq!(sim.event(b"{\"type\":\"b\"}", true), Err(NoRoom(7)));
         assert_eq!(sim.finish(None).err(), Some(NoRoom(7)));
         let mut thread = Stats::new("t", None, Accuracy::Estimate).pack_on_a_thread();
-        if let PackSide::Thread { .. } = &thread.pack {
-        } else {
-            panic!("a thread");
-        }
+        assert!(matches!(thread.pack, PackSide::Thread { .. }));
         thread.add_line(&line(br#"{"type":"a"}"#, true));
         assert!(thread.report().is_ok());
     }
