@@ -90,7 +90,7 @@ impl Packer {
         &mut self,
         line: &[u8],
         newline: bool,
-        known: Option<rows::MemberAt>,
+        known: Option<&rows::MemberAt>,
         out: &mut W,
     ) -> io::Result<()> {
         self.events += 1;
@@ -187,7 +187,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
             match step {
                 Step::Input(path) => packer.start_input(path),
                 Step::Event(bytes, newline, known) => {
-                    packer.event_read(bytes, newline, known, out.writer())?
+                    packer.event_read(bytes, newline, known.as_ref(), out.writer())?
                 }
                 Step::EndInput => packer.end_input(out.writer())?,
             }
@@ -309,13 +309,13 @@ fn read_files<E: From<Error> + From<io::Error>>(
                 match ev.member {
                     None if known.is_some() => tally.proven(),
                     // A row is checked as the line it is, once.
-                    None | Some((0, _)) => tally.line(name, &ev.line)?,
+                    None | Some((0, _)) => tally.line(name, ev.line)?,
                     Some(_) => {}
                 }
                 same.event(ev);
                 let taken = take(Step::Event(ev.bytes, ev.newline, known));
                 stopped = !taken.map_err(|e| match e.kind() {
-                    io::ErrorKind::OutOfMemory => E::from(held(name, &ev.line, e)),
+                    io::ErrorKind::OutOfMemory => E::from(held(name, ev.line, e)),
                     _ => E::from(e),
                 })?;
                 Ok::<_, E>(if stopped { Flow::Stop } else { Flow::More })
@@ -1121,14 +1121,14 @@ impl Events {
 
     /// Each event, whether it had a newline, and its parts when it was read as a chunk
     /// delta, in order.
-    pub fn iter_read(&self) -> impl Iterator<Item = (&[u8], bool, Option<rows::MemberAt>)> {
+    pub fn iter_read(&self) -> impl Iterator<Item = (&[u8], bool, Option<&rows::MemberAt>)> {
         let starts = std::iter::once(0).chain(self.ends.iter().map(|&(end, _)| end));
         let mut known = self.known.iter().peekable();
         starts
             .zip(&self.ends)
             .enumerate()
             .map(move |(k, (start, &(end, newline)))| {
-                let at = known.next_if(|&&(i, _)| i == k).map(|&(_, at)| at);
+                let at = known.next_if(|&&(i, _)| i == k).map(|(_, at)| at);
                 (&self.bytes[start..end], newline, at)
             })
     }

@@ -851,7 +851,7 @@ impl ChunkPacker {
         &mut self,
         line: &[u8],
         terminated: bool,
-        known: Option<MemberAt>,
+        known: Option<&MemberAt>,
         out: &mut W,
     ) -> io::Result<()> {
         let m = match known {
