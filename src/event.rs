@@ -21,8 +21,9 @@ pub mod ahead;
 pub struct Event<'a> {
     /// The event's bytes, without newline.
     pub bytes: &'a [u8],
-    /// The physical line it came from.
-    pub line: Line<'a>,
+    /// The physical line it came from (by reference: a copy, taken just after the stores
+    /// of its parts, cost a stall an event).
+    pub line: &'a Line<'a>,
     /// For a member of a packed row: its position and the row's member count.
     pub member: Option<(usize, usize)>,
     /// Whether the event is written back with a newline after it: always, but for the last
@@ -130,13 +131,13 @@ pub fn each_event_in<S, E: From<Error>>(
 ) -> Result<Flow, E> {
     let mut buf = Vec::new();
     input::each_line_of(src, &mut |name, line| {
-        if let Some(e) = not_jsonl(name, &line) {
+        if let Some(e) = not_jsonl(name, line) {
             return Err(e.into());
         }
-        let Some(newline) = newline_for(name, &line, last) else {
+        let Some(newline) = newline_for(name, line, last) else {
             return Ok(Flow::More);
         };
-        if !line.is_torn() && row(state, name, &line)? {
+        if !line.is_torn() && row(state, name, line)? {
             return Ok(Flow::More);
         }
         expand(name, line, newline, &mut buf, &mut |name, ev| {
@@ -215,7 +216,7 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
 /// packed row it holds (written into `buf` one at a time). `newline` is the line's own.
 pub fn expand<E: From<Error>>(
     name: &str,
-    line: Line<'_>,
+    line: &Line<'_>,
     newline: bool,
     buf: &mut Vec<u8>,
     f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow, E>,
@@ -250,7 +251,7 @@ pub fn expand<E: From<Error>>(
             }
         };
     }
-    let Some(row) = chunk_row(name, &line)? else {
+    let Some(row) = chunk_row(name, line)? else {
         return f(name, &whole);
     };
     for k in 0..row.len() {
@@ -303,7 +304,7 @@ fn chunk_row<'a>(name: &str, line: &Line<'a>) -> Result<Option<rows::Row<'a>>, E
 /// or more, between two events, to take them.
 pub fn expand_to<E: From<Error>>(
     name: &str,
-    line: Line<'_>,
+    line: &Line<'_>,
     newline: bool,
     out: &mut Vec<u8>,
     at_least: usize,
@@ -320,7 +321,7 @@ pub fn expand_to<E: From<Error>>(
         .map(|_| ());
     }
     // Each line is read as a row once: a line that is not one is its own event.
-    match if whole { None } else { chunk_row(name, &line)? } {
+    match if whole { None } else { chunk_row(name, line)? } {
         Some(row) => (0..row.len()).try_for_each(|k| {
             row.write_member(k, out);
             ended(out, true, at_least, full)

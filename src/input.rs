@@ -323,7 +323,7 @@ pub enum Flow {
 pub fn each_line<E: From<Error>>(
     inputs: &[Input],
     opts: OpenOptions,
-    mut f: impl FnMut(&str, Line<'_>) -> Result<Flow, E>,
+    mut f: impl FnMut(&str, &Line<'_>) -> Result<Flow, E>,
 ) -> Result<(), E> {
     for input in inputs {
         let src = open(input, opts)?;
@@ -337,7 +337,7 @@ pub fn each_line<E: From<Error>>(
 /// [`each_line`] for one opened source.
 pub fn each_line_of<E: From<Error>>(
     src: Source,
-    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow, E>,
+    f: &mut impl FnMut(&str, &Line<'_>) -> Result<Flow, E>,
 ) -> Result<Flow, E> {
     let name = src.name.clone();
     let bar = src.progress_bar();
@@ -364,19 +364,18 @@ pub fn each_line_of<E: From<Error>>(
             let Some(line) = line else {
                 return Ok(Flow::More);
             };
-            let Some(line) = rebuilder.line(&origin, line)? else {
-                continue;
+            // Most lines are plain: handed on from here, their parts in registers. A line
+            // that came through memory from either way (a rebuilt line's does) was loaded
+            // whole for the call just after the stores of its parts, a stall per line.
+            let flow = match origin.passes(&line) {
+                true => hand_on(&name, line, &mut tally, f)?,
+                false => match rebuilder.line(&origin, line)? {
+                    Some(line) => hand_on(&name, line, &mut tally, f)?,
+                    None => continue,
+                },
             };
-            let number = line.number;
-            tally.line(&name, &line)?;
-            match f(&name, line) {
-                Ok(Flow::More) => {}
-                Ok(Flow::Stop) => return Ok(Flow::Stop),
-                // The error names the line: it is not told again as a bad one.
-                Err(e) => {
-                    tally.unsay(number);
-                    return Err(e);
-                }
+            if flow == Flow::Stop {
+                return Ok(Flow::Stop);
             }
         }
     };
@@ -393,6 +392,23 @@ pub fn each_line_of<E: From<Error>>(
     flow
 }
 
+/// Checks `line` and hands it to `f`. Always inlined: called, it took the line through
+/// memory again.
+#[inline(always)]
+fn hand_on<E: From<Error>>(
+    name: &str,
+    line: Line<'_>,
+    tally: &mut Tally,
+    f: &mut impl FnMut(&str, &Line<'_>) -> Result<Flow, E>,
+) -> Result<Flow, E> {
+    let number = line.number;
+    tally.line(name, &line)?;
+    f(name, &line).inspect_err(|_| {
+        // The error names the line: it is not told again as a bad one.
+        tally.unsay(number);
+    })
+}
+
 /// What [`Rebuilder::line`] needs of the input its lines come from.
 struct Origin<'s> {
     name: &'s str,
@@ -400,6 +416,15 @@ struct Origin<'s> {
     health: &'s Mutex<Health>,
     skip_corrupt: bool,
     collect: bool,
+}
+
+impl Origin<'_> {
+    /// Whether `line` is handed on as read: not interned, no new file begins inside it,
+    /// and no line was skipped before it.
+    #[inline]
+    fn passes(&self, line: &Line<'_>) -> bool {
+        !self.skip_corrupt && !intern::is_interned(line.bytes) && !self.glues.any()
+    }
 }
 
 /// Interned lines (`sess pack`'s long-range dedup) are rebuilt here, below every reader.

@@ -222,7 +222,7 @@ impl Stats {
     /// [`Stats::report`].
     pub fn add_event(&mut self, ev: &Event<'_>) -> Result<(), NoRoom> {
         if ev.starts_line() {
-            self.add_line(&ev.line);
+            self.add_line(ev.line);
         }
         self.events
             .add(ev.bytes.len() as u64 + u64::from(ev.newline));

@@ -375,7 +375,7 @@ fn frame_events(
             let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
                 continue;
             };
-            super::expand(&name, line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
+            super::expand(&name, &line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
                 let (keep, stop) = select.check(ev.bytes);
                 if keep {
                     f(ev.bytes)?;

@@ -67,7 +67,7 @@ pub fn each_event_or_row<S>(
 pub fn each_line(
     inputs: &[Input],
     opts: OpenOptions,
-    f: impl FnMut(&str, Line<'_>) -> Result<Flow>,
+    f: impl FnMut(&str, &Line<'_>) -> Result<Flow>,
 ) -> Result<()> {
     sess::input::each_line(inputs, opts, f)
 }
@@ -75,7 +75,7 @@ pub fn each_line(
 /// [`sess::input::each_line_of`] with the binary's error type.
 pub fn each_line_of(
     src: Source,
-    f: &mut impl FnMut(&str, Line<'_>) -> Result<Flow>,
+    f: &mut impl FnMut(&str, &Line<'_>) -> Result<Flow>,
 ) -> Result<Flow> {
     sess::input::each_line_of(src, f)
 }
@@ -83,7 +83,7 @@ pub fn each_line_of(
 /// [`sess::event::expand`] with the binary's error type.
 pub fn expand(
     name: &str,
-    line: Line<'_>,
+    line: &Line<'_>,
     newline: bool,
     buf: &mut Vec<u8>,
     f: &mut impl FnMut(&str, &Event<'_>) -> Result<Flow>,

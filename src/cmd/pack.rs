@@ -236,11 +236,11 @@ fn read_stream(
             &mut |_, name, ev| {
                 if ev.bytes.len() >= sess::pack::LONG_EVENT {
                     let flow = long_event(ev.bytes, ev.newline, pending, tx);
-                    return Ok(flow.map_err(|e| e.at(name, &ev.line))?);
+                    return Ok(flow.map_err(|e| e.at(name, ev.line))?);
                 }
                 let full = {
                     let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-                    (p.push(ev.bytes, ev.newline)).map_err(|e| e.at(name, &ev.line))?;
+                    (p.push(ev.bytes, ev.newline)).map_err(|e| e.at(name, ev.line))?;
                     p.is_full()
                 };
                 Ok(match !full || hand_over(pending, tx) {

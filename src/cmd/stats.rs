@@ -142,7 +142,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             args.io.open_options(g),
             LastLine::Verbatim,
             |name, ev| {
-                stats.add_event(ev).map_err(|e| e.at(name, &ev.line))?;
+                stats.add_event(ev).map_err(|e| e.at(name, ev.line))?;
                 Ok(Flow::More)
             },
         )?;

@@ -95,7 +95,7 @@ impl Checker<'_> {
             // Damage skipped and lines lost with it, reported where reading found them.
             self.notices(&health)?;
             *lines += 1;
-            for p in self.lines.line(name, &line) {
+            for p in self.lines.line(name, line) {
                 self.problem(&p)?;
             }
             Ok(Flow::More)

@@ -168,8 +168,8 @@ fn read(
         let name = src.name.clone();
         let last = last.for_input(k, inputs.len());
         let mut batch = Batch::default();
-        let read = input::each_line_of(src, &mut |name: &str, line: Line<'_>| {
-            if let Some(e) = not_jsonl(name, &line) {
+        let read = input::each_line_of(src, &mut |name: &str, line: &Line<'_>| {
+            if let Some(e) = not_jsonl(name, line) {
                 return Err(Fail::Read(e));
             }
             // The last line may be warned about: what was read before it is written first,
@@ -179,12 +179,12 @@ fn read(
                 order.send(name, std::mem::take(&mut batch))?;
                 order.drain()?;
             }
-            let Some(newline) = newline_for(name, &line, last) else {
+            let Some(newline) = newline_for(name, line, last) else {
                 return Ok(Flow::More);
             };
             // A long line that is not a row is written from where it was read: copied into
             // a batch and a piece, it would be held three times over.
-            if line.bytes.len() >= BATCH && is_one_event(&line) {
+            if line.bytes.len() >= BATCH && is_one_event(line) {
                 order.send(name, std::mem::take(&mut batch))?;
                 order.drain()?;
                 return order.write_line(line.bytes, newline).map(|()| Flow::More);
@@ -390,7 +390,7 @@ fn expand_batch(
             ending: held.ending,
         };
         start = held.end;
-        expand_to(name, line, held.newline, piece, PIECE, &mut |piece| {
+        expand_to(name, &line, held.newline, piece, PIECE, &mut |piece| {
             let full = std::mem::replace(piece, spare.take());
             tx.send(Piece::Bytes(full)).map_err(|_| Stop::Gone)
         })?;
@@ -472,7 +472,7 @@ mod tests {
                 ending: Ending::Newline,
             };
             start = held.end;
-            super::super::expand("t", line, true, &mut Vec::new(), &mut |_, ev| {
+            super::super::expand("t", &line, true, &mut Vec::new(), &mut |_, ev| {
                 expected.extend_from_slice(ev.bytes);
                 expected.push(b'\n');
                 Ok::<_, Error>(Flow::More)

@@ -114,6 +114,12 @@ impl Glues {
         self.pending.store(0, Ordering::Release);
     }
 
+    /// Whether any glue is queued, the one question most lines need asked.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.pending.load(Ordering::Acquire) != 0
+    }
+
     /// The place of the next glue, counted from the line's first byte, when it lies
     /// inside the line of `len` bytes at `offset`. Lines are asked about in order; the
     /// glues up to the line's end are passed and forgotten.

@@ -219,7 +219,7 @@ fn summarize(log: &Log, now: SystemTime, accuracy: Accuracy) -> Summary {
         reading(),
         LastLine::Verbatim,
         |name, ev| {
-            stats.add_event(ev).map_err(|e| e.at(name, &ev.line))?;
+            stats.add_event(ev).map_err(|e| e.at(name, ev.line))?;
             if let Some(c) = compat.as_mut().filter(|_| !compressed && ev.starts_line()) {
                 let _ = c.write_all(ev.line.bytes);
                 if ev.line.ending == Ending::Newline {
