@@ -187,7 +187,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
             match step {
                 Step::Input(path) => packer.start_input(path),
                 Step::Event(bytes, newline, known) => {
-                    packer.event_read(bytes, newline, known.as_ref(), out.writer())?
+                    packer.event_read(bytes, newline, known, out.writer())?
                 }
                 Step::EndInput => packer.end_input(out.writer())?,
             }
@@ -271,7 +271,7 @@ enum Step<'a> {
     Input(Option<&'a Path>),
     /// A logical event, whether it had a newline, and where its parts are when it is a
     /// chunk delta.
-    Event(&'a [u8], bool, Option<rows::MemberAt>),
+    Event(&'a [u8], bool, Option<&'a rows::MemberAt>),
     /// The input ended whole.
     EndInput,
 }
@@ -313,7 +313,7 @@ fn read_files<E: From<Error> + From<io::Error>>(
                     Some(_) => {}
                 }
                 same.event(ev);
-                let taken = take(Step::Event(ev.bytes, ev.newline, known));
+                let taken = take(Step::Event(ev.bytes, ev.newline, known.as_ref()));
                 stopped = !taken.map_err(|e| match e.kind() {
                     io::ErrorKind::OutOfMemory => E::from(held(name, ev.line, e)),
                     _ => E::from(e),
@@ -1074,13 +1074,13 @@ impl Events {
         &mut self,
         line: &[u8],
         newline: bool,
-        known: Option<rows::MemberAt>,
+        known: Option<&rows::MemberAt>,
     ) -> Result<(), NoRoom> {
         // An interned line of a few KB can stand for gigabytes: once rebuilt, its copy here
         // may not fit where the line did, and an allocation that fails aborts.
         (self.bytes.try_reserve(line.len())).map_err(|_| NoRoom(line.len()))?;
         if let Some(at) = known {
-            self.known.push((self.ends.len(), at));
+            self.known.push((self.ends.len(), *at));
         }
         self.bytes.extend_from_slice(line);
         self.ends.push((self.bytes.len(), newline));
