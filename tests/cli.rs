@@ -238,6 +238,53 @@ fn cat_selects_lines_and_tail() {
         .code(2);
 }
 
+/// `--seq` past its range read no further: of two logs given together (or joined in one
+/// file), only the first's events in the range came out, with exit 0 and no word.
+#[test]
+fn cat_seq_finds_its_range_in_every_log_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = |tag: &str| -> String {
+        (0..6)
+            .map(|s| format!("{{\"type\":\"x\",\"seq\":{s},\"log\":\"{tag}\"}}\n"))
+            .collect()
+    };
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    std::fs::write(&a, log("a")).unwrap();
+    std::fs::write(&b, log("b")).unwrap();
+    let joined = dir.path().join("joined.jsonl");
+    std::fs::write(&joined, log("a") + &log("b")).unwrap();
+    let pack = |f: &std::path::Path| {
+        let z = f.with_extension("zst");
+        sess()
+            .arg("pack")
+            .arg(f)
+            .arg("-o")
+            .arg(&z)
+            .assert()
+            .success();
+        z
+    };
+    let want: String = ["a", "b"]
+        .iter()
+        .flat_map(|t| {
+            (2..4).map(move |s| format!("{{\"type\":\"x\",\"seq\":{s},\"log\":\"{t}\"}}\n"))
+        })
+        .collect();
+    let inputs: [Vec<std::path::PathBuf>; 4] = [
+        vec![a.clone(), b.clone()],
+        vec![pack(&a), pack(&b)],
+        vec![joined.clone()],
+        vec![pack(&joined)],
+    ];
+    for files in &inputs {
+        sess()
+            .args(["cat", "--seq", "2..3"])
+            .args(files)
+            .assert()
+            .success()
+            .stdout(want.clone());
+    }
+}
 #[test]
 fn cat_writes_output_file_atomically() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,8 +27,9 @@ index says hold the values their interned lines refer to. Under --recovery \
 point-in-time, skip-corrupt or absolute they read the file through instead, so that damage \
 is handled as the mode says (absolute fails on damage anywhere in the file). --seq seeks \
 only where the index shows seq rising from frame to frame; a log whose seq starts again \
-(logs joined with cat; verify reports it) is read through, as a plain one is, except where \
-it starts again inside one frame, which the index cannot show.\n\n\
+(logs joined with cat; verify reports it) is read through, as a plain one is. Each frame \
+read is read to its end, but a seq that starts again inside a frame the seek passed over \
+is not seen: the index gives only each frame's first seq.\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
 not valid JSON is a torn write and is dropped with a warning on stderr.";
 
@@ -57,7 +58,9 @@ pub struct Args {
     pub lines: Option<Range>,
 
     /// Keep only events whose top-level "seq" is in this range (A..B, A.., ..B or N;
-    /// inclusive). Reading stops after B: a log's seq only rises.
+    /// inclusive). Each input is read through, so that where seq starts again (the next
+    /// input, or logs joined in one file) the range is found again; a compressed file whose
+    /// index shows seq rising is read only where the range lies.
     #[arg(long, value_name = "RANGE")]
     pub seq: Option<Range>,
 
@@ -178,10 +181,9 @@ fn sequential(
                     Flow::More
                 });
             }
-            let (keep, past) = select.check(ev.bytes);
-            if past {
-                return Ok(Flow::Stop);
-            }
+            // Past the range, reading goes on: seq may start again (another input, or
+            // logs joined in one file), and nothing tells where but reading.
+            let (keep, _) = select.check(ev.bytes);
             if !keep {
                 return Ok(Flow::More);
             }
@@ -311,7 +313,7 @@ fn glue_in(crossings: &Glues, line: &Line<'_>) -> Option<usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameEnd {
     Done,
-    /// An event past the seq range was met.
+    /// Its last event lies past the seq range.
     Past,
     /// An interned line needs definitions of earlier frames, and priming was not allowed.
     NeedsDefs,
@@ -375,17 +377,16 @@ fn frame_events(
             let Some(newline) = event::newline_for(&name, &line, LastLine::Records) else {
                 continue;
             };
+            // The frame is read to its end: seq may start again inside it (logs joined),
+            // and only the index, frame by frame, tells where it rises.
             super::expand(&name, &line, newline, &mut buf, &mut |_, ev: &Event<'_>| {
                 let (keep, stop) = select.check(ev.bytes);
                 if keep {
                     f(ev.bytes)?;
                 }
-                past |= stop;
-                Ok(if stop { Flow::Stop } else { Flow::More })
+                past = stop;
+                Ok(Flow::More)
             })?;
-            if past {
-                return Ok(FrameEnd::Past);
-            }
         }
         drop(lines);
         match stopped_at.or(widen_at) {
@@ -400,7 +401,7 @@ fn frame_events(
     if defs.next == k {
         defs.next = k + 1;
     }
-    Ok(FrameEnd::Done)
+    Ok(if past { FrameEnd::Past } else { FrameEnd::Done })
 }
 
 /// Keeps the last `n` of what it is given.
