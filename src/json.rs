@@ -43,6 +43,12 @@ pub fn starts_with_tag(line: &[u8], prefix: &[u8]) -> bool {
     u128::from_ne_bytes(*head) == u128::from_ne_bytes(*want) && line.starts_with(prefix)
 }
 
+/// `text` without the UTF-8 byte-order mark it may begin with, which RFC 8259 lets a
+/// parser pass over (editors on Windows write one before a file's first line).
+pub fn strip_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text)
+}
+
 /// JSON insignificant whitespace.
 #[inline]
 pub fn is_ws(b: u8) -> bool {

@@ -418,3 +418,26 @@ fn a_document_over_many_lines_gets_one_message() {
         }
     }
 }
+
+/// A byte-order mark before the first record (an editor's) is no damage: `repair` dropped
+/// the whole first record for it (a session's header), reporting it lost. It is kept, byte
+/// for byte; a mark before a later line is still not JSON there.
+#[test]
+fn repair_keeps_a_first_record_behind_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bom.jsonl");
+    let text =
+        b"\xef\xbb\xbf{\"type\":\"session\"}\n{\"type\":\"b\"}\n\xef\xbb\xbf{\"type\":\"c\"}\n";
+    std::fs::write(&log, text).unwrap();
+    let out = dir.path().join("out.jsonl");
+    sess()
+        .arg("repair")
+        .arg(&log)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("kept 2 line(s)"))
+        .stderr(predicate::str::contains("line 3 of the original"));
+    assert_eq!(std::fs::read(&out).unwrap(), &text[..text.len() - 16]);
+}

@@ -23,8 +23,9 @@ bytes that are not frames are dropped; a new frame index is written. Line ranges
 frames come from the old index when it survived. A packed line that refers to a value stored \
 in a lost frame can never be rebuilt: it is dropped and named as well (its frame written \
 again without it), so the output reads back whole.\n\n\
-A plain log: every line that is valid JSON is kept byte for byte; other lines (damaged, or a \
-torn last line) are dropped and reported.\n\n\
+A plain log: every line that is valid JSON is kept byte for byte (a first line behind a \
+UTF-8 byte-order mark too, with it); other lines (damaged, or a torn last line) are dropped \
+and reported.\n\n\
 In both, a last line without a newline is kept, with the newline added, when it is one whole \
 JSON value, and dropped as torn when it is not.\n\n\
 The output has the layout of the input. With --in-place the file is replaced atomically \
