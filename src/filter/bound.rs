@@ -24,24 +24,43 @@ pub fn bound(line: &[u8], cap: usize, how: &Bounding) -> Option<Vec<u8>> {
     if kept_whole(line, cap) {
         return Some(line.to_vec());
     }
-    let v = Value::parse(line).ok();
-    let kind = v
-        .as_ref()
-        .and_then(|v| v.get("type"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let text = v.as_ref().map(|v| frame_text(v, how)).unwrap_or_default();
-    let ids: Vec<(Vec<u16>, Vec<u16>)> = match &v {
-        Some(Value::Object(members)) => members
-            .iter()
-            .filter(|(k, _)| is_identifier(k))
-            .filter_map(|(k, v)| match v {
-                Value::String(s) => Some((k.clone(), s.clone())),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
+    let (kind, ids, text) = match Value::parse(line) {
+        Ok(v) => {
+            let kind = v.get("type").cloned();
+            let text = frame_text(&v, how);
+            let ids = match v {
+                Value::Object(members) => identifiers(members),
+                _ => Vec::new(),
+            };
+            (kind, ids, text)
+        }
+        // Too deep to read whole (or not JSON): its kind and identifiers are read from its
+        // top-level members as written, and no text is kept (the kind was null: such a
+        // frame is still a frame of its kind).
+        Err(_) => {
+            let mut kind = None;
+            let mut members = Vec::new();
+            for (key, raw) in crate::json::members(line) {
+                // Only the members kept are read (another may be the deep one).
+                let Some(key) = decoded_key(key) else {
+                    continue;
+                };
+                let is_type = value::eq_str(&key, "type");
+                if !(is_type || is_identifier(&key)) {
+                    continue;
+                }
+                let Ok(value) = Value::parse(raw) else {
+                    continue;
+                };
+                match is_type {
+                    true => kind = Some(value),
+                    false => members.push((key, value)),
+                }
+            }
+            (kind, identifiers(members), Vec::new())
+        }
     };
+    let kind = kind.unwrap_or(Value::Null);
     // Try with clipped identifiers, then with shorter ones, then without: each attempt is a
     // direct computation, so the loop ends after at most three.
     for clip in [Some(ID_CLIP), Some(8), None] {
@@ -62,6 +81,27 @@ pub fn bound(line: &[u8], cap: usize, how: &Bounding) -> Option<Vec<u8>> {
         return Some(out);
     }
     None
+}
+
+/// The top-level members that are identifiers with a string value.
+fn identifiers(members: Vec<(Vec<u16>, Value)>) -> Vec<(Vec<u16>, Vec<u16>)> {
+    members
+        .into_iter()
+        .filter(|(k, _)| is_identifier(k))
+        .filter_map(|(k, v)| match v {
+            Value::String(s) => Some((k, s)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A member's key as written (between its quotes), decoded.
+fn decoded_key(raw: &[u8]) -> Option<Vec<u16>> {
+    let quoted = [b"\"", raw, b"\""].concat();
+    match Value::parse(&quoted).ok()? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
 }
 
 fn is_identifier(key: &[u16]) -> bool {
@@ -206,6 +246,25 @@ mod tests {
                 assert!(v.get("args").is_none() && v.get("partialResult").is_none());
             }
         }
+    }
+
+    /// A frame nested past the reader's depth was written as `{"type":null,...}`, its
+    /// identifiers dropped.
+    #[test]
+    fn a_frame_too_deep_to_read_keeps_its_type_and_identifiers() {
+        let n = 1200;
+        let deep = format!(
+            "{}{{\"text\":\"{}\"}}{}",
+            "{\"a\":".repeat(n),
+            "y".repeat(3000),
+            "}".repeat(n)
+        );
+        let line = format!(r#"{{"type":"message_update","toolCallId":"abc","message":{deep}}}"#);
+        let out = s(bound(line.as_bytes(), 1024, &pi()).unwrap());
+        assert_eq!(
+            out,
+            r#"{"type":"message_update","toolCallId":"abc","truncated":true,"text":"[live output truncated]"}"#
+        );
     }
 
     #[test]
