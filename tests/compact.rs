@@ -545,3 +545,65 @@ fn a_last_line_without_a_newline_is_told_of_once_naming_the_log() {
     let packed = dir.path().join("s.jsonl.sess.zst");
     assert_eq!(unpacked(&packed), text.as_bytes());
 }
+
+/// A log compressed already under a `.jsonl` name, or one that holds packed rows itself:
+/// the dry run and the store report said they would be compacted, and `--apply` then left
+/// every one alone (compressed content was taken for a log by its name; a log of rows
+/// unpacks to more than it is).
+#[test]
+fn a_dry_run_and_the_store_report_promise_only_what_apply_does() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let put = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        fs::write(&p, bytes).unwrap();
+        age(&p, 30);
+        p
+    };
+    let log = big_log(300);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&log).unwrap();
+    put("gz.jsonl", &gz.finish().unwrap());
+    let plain = put("plain.jsonl", &log);
+    let packed = stdout_ok(sess().arg("pack").arg(&plain));
+    put("packed.jsonl", &packed);
+    let rows = stdout_ok(
+        sess()
+            .args(["pack", "--plain"])
+            .arg(common::testdata("dsh.jsonl")),
+    );
+    put("rows.jsonl", &rows);
+    let why = |args: &[&str]| -> Vec<(String, String)> {
+        let out = stdout_ok(sess().arg("compact").args(args).arg(dir.path()));
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        v["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let name = l["path"].as_str().unwrap().rsplit('/').next().unwrap();
+                (
+                    name.to_string(),
+                    l["why"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let want = [
+        ("gz.jsonl", "compressed"),
+        ("packed.jsonl", "compressed"),
+        ("plain.jsonl", ""),
+        ("rows.jsonl", "not_exact"),
+    ]
+    .map(|(n, w)| (n.to_string(), w.to_string()));
+    assert_eq!(why(&["--json"]), want);
+    // The store report counts for compact the one log it compacts (and for --compat the
+    // log of rows too: its bytes compressed are exact). Then --apply does what was said.
+    let out = stdout_ok(sess().args(["stats", "--json"]).arg(dir.path()));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let savings = &v["savings"];
+    assert_eq!(savings["compact"]["logs"], 1, "{savings}");
+    assert_eq!(savings["compact"]["bytes"], log.len(), "{savings}");
+    assert_eq!(savings["compact_compat"]["logs"], 2, "{savings}");
+    assert_eq!(why(&["--json", "--apply"]), want);
+}

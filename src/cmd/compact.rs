@@ -17,8 +17,10 @@ const ABOUT: &str =
 
 const LONG_ABOUT: &str = "Replace the cold logs under each folder by their packed form. A log is \
 cold when it has not been modified for --older-than days and no process holds it open for \
-writing (read from /proc where there is one). Without --apply nothing is written: each log is \
-packed in memory and the command prints what it would do and save.\n\n\
+writing (read from /proc where there is one). A log compressed already (by its name, or gzip \
+or zstd bytes under any name) is left alone, and so is one whose packed form would not unpack \
+to its bytes (a log of packed rows: sess unpack expands them). Without --apply nothing is \
+written: each log is packed in memory and the command prints what it would do and save.\n\n\
 With --apply, each log is packed to a temporary file beside it, synced, unpacked again and \
 compared with the log byte for byte, renamed into place (never over a file), and only then is \
 the log removed, after checking once more that it did not change and that nobody opened it \

@@ -133,6 +133,9 @@ pub enum Why {
     Busy,
 }
 
+/// Why a log is left alone as [`Why::NotExact`].
+const NOT_EXACT: &str = "its packed form would not unpack to the same bytes";
+
 /// One log's outcome, as printed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
@@ -271,8 +274,13 @@ impl Run<'_> {
             );
         }
         if !self.opts.apply {
-            let packed = pack_to(&log.path, ByteCount::default(), self.opts)?.0;
+            let (packed, unpacks_to) = pack_to(&log.path, ByteCount::default(), self.opts)?;
+            let packed = packed.0;
             step.packed_bytes = Some(packed);
+            // What --apply finds unpacking the packed form, told without writing it.
+            if unpacks_to != log.size {
+                return skip(step, Why::NotExact, NOT_EXACT);
+            }
             if packed >= log.size {
                 return skip(step, Why::NoGain, "would not be smaller");
             }
@@ -291,7 +299,7 @@ impl Run<'_> {
         step: &mut Step,
     ) -> Result<(), Failure> {
         let (file, temp) = temp::beside(into, Some(meta), &temp_prefix())?;
-        let file = pack_to(&log.path, file, self.opts)?;
+        let file = pack_to(&log.path, file, self.opts)?.0;
         file.sync_all()?;
         let packed = file.metadata()?.len();
         step.packed_bytes = Some(packed);
@@ -299,11 +307,7 @@ impl Run<'_> {
             if let Some((why, message)) = self.unchanged(log, meta)? {
                 return skip(step, why, &message);
             }
-            return skip(
-                step,
-                Why::NotExact,
-                "its packed form would not unpack to the same bytes",
-            );
+            return skip(step, Why::NotExact, NOT_EXACT);
         };
         if packed >= log.size {
             return skip(step, Why::NoGain, "would not be smaller");
@@ -775,7 +779,14 @@ fn reading() -> OpenOptions {
 }
 
 /// Packs the log at `src` into `w` in `opts.form`.
-fn pack_to<W: Write + Send + 'static>(src: &Path, w: W, opts: &Options) -> Result<W, Failure> {
+/// Packs `src` into `w`; with the bytes its packed form unpacks to (the events read, each
+/// with its newline): a log that holds packed rows or interned lines itself unpacks to
+/// more than it is.
+fn pack_to<W: Write + Send + 'static>(
+    src: &Path,
+    w: W,
+    opts: &Options,
+) -> Result<(W, u64), Failure> {
     let frames = FrameOptions {
         compress_thread: opts.compress_thread,
         ..FrameOptions::new(opts.level, DEFAULT_FRAME_SIZE)
@@ -783,8 +794,8 @@ fn pack_to<W: Write + Send + 'static>(src: &Path, w: W, opts: &Options) -> Resul
     let mut fw = FrameWriter::new(w, frames)?;
     match opts.form {
         Form::Compat => {
-            io::copy(&mut File::open(src)?, &mut fw)?;
-            Ok(fw.finish()?.0)
+            let copied = io::copy(&mut File::open(src)?, &mut fw)?;
+            Ok((fw.finish()?.0, copied))
         }
         Form::Sess => {
             let interning = Interning {
@@ -802,7 +813,7 @@ fn pack_to<W: Write + Send + 'static>(src: &Path, w: W, opts: &Options) -> Resul
                 &mut packer,
                 &mut out,
             )?;
-            Ok(out.finish()?)
+            Ok((out.finish()?, packer.counts().bytes))
         }
     }
 }

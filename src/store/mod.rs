@@ -37,10 +37,14 @@ impl Log {
             .map_or(String::new(), |n| n.to_string_lossy().into_owned())
     }
 
-    /// Whether it is stored compressed already: its name ends in `.zst`, `.gz`...
+    /// Whether it is stored compressed already: its name ends in `.zst`, `.gz`..., or its
+    /// bytes are gzip or zstd whatever its name says (a packed log renamed `.jsonl`).
     pub fn compressed(&self) -> bool {
+        use crate::input::{Compression, file_compression};
         let name = self.name();
         logical_name(&name) != name
+            || file_compression(&self.path)
+                .is_ok_and(|c| c.is_some_and(|c| c != Compression::Plain))
     }
 }
 
