@@ -581,6 +581,24 @@ fn stock_zstd_reads_sess_output() {
             .success()
             .stdout(std::fs::read(testdata(f)).unwrap());
     }
+    // An empty log, from a file or a pipe, is one empty frame: stock zstd refused the empty
+    // file sess wrote for it ("unexpected end of file").
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = dir.path().join("empty.zst");
+    sess()
+        .arg("pack")
+        .arg(&empty)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(zstd_dc(&out), b"");
+    let piped = sess().arg("pack").write_stdin("").output().unwrap();
+    assert!(piped.status.success());
+    std::fs::write(&out, &piped.stdout).unwrap();
+    assert_eq!(zstd_dc(&out), b"");
+    sess().arg("cat").arg(&out).assert().success().stdout("");
 }
 
 #[test]

@@ -399,12 +399,12 @@ impl<W: Write> FrameWriter<W> {
     /// Writes what is pending (a last line without newline included) and the index.
     pub fn finish(mut self) -> io::Result<(W, Index)> {
         self.end_long()?;
-        // DSH's layout has no index; an empty log is then one empty frame, so that the file
-        // is still a zstd stream (stock zstd refuses an empty file).
-        let empty_dsh = self.opts.layout == Layout::Dsh && self.cut == 0;
-        if self.opts.layout == Layout::Sess && self.cut == 0 {
+        // An empty log is one empty frame, so that the file is still a zstd stream (stock
+        // zstd refuses an empty file), as `zstd` writes it.
+        let empty = self.cut == 0 && self.pending.is_empty();
+        if self.opts.layout == Layout::Sess && self.cut == 0 && !empty {
             self.emit_only_frame()?;
-        } else if !self.pending.is_empty() || empty_dsh {
+        } else if !self.pending.is_empty() || empty {
             let n = self.pending.len();
             self.emit(n)?;
         }
