@@ -24,6 +24,17 @@ pub fn bound(line: &[u8], cap: usize, how: &Bounding) -> Option<Vec<u8>> {
     if kept_whole(line, cap) {
         return Some(line.to_vec());
     }
+    // A CRLF log's frame keeps its `\r`, within the cap: the output's lines all end alike.
+    if let Some(body) = line.strip_suffix(b"\r") {
+        let mut out = bounded(body, cap.checked_sub(1)?, how)?;
+        out.push(b'\r');
+        return Some(out);
+    }
+    bounded(line, cap, how)
+}
+
+/// [`bound`] of a frame larger than `cap`.
+fn bounded(line: &[u8], cap: usize, how: &Bounding) -> Option<Vec<u8>> {
     let (kind, ids, text) = match Value::parse(line) {
         Ok(v) => {
             let kind = v.get("type").cloned();
@@ -245,6 +256,23 @@ mod tests {
                 assert_eq!(v.get("toolCallId").unwrap().as_str().unwrap(), "call_1");
                 assert!(v.get("args").is_none() && v.get("partialResult").is_none());
             }
+        }
+    }
+
+    /// A CRLF log's bounded frames lost their `\r`: the output mixed line endings.
+    #[test]
+    fn a_bounded_frame_of_a_crlf_log_keeps_its_cr_within_the_cap() {
+        let mut f = frame_with(&"x".repeat(5000), "call-1");
+        f.push(b'\r');
+        for cap in [1024, 1100] {
+            let out = bound(&f, cap, &pi()).unwrap();
+            assert!(out.len() <= cap, "{} > {cap}", out.len());
+            let body = out.strip_suffix(b"\r").expect("the \\r kept");
+            assert!(json::validate(body).is_ok());
+            assert_eq!(
+                s(body.to_vec()),
+                s(bound(&f[..f.len() - 1], cap - 1, &pi()).unwrap())
+            );
         }
     }
 
