@@ -191,26 +191,31 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
         (Ending::Newline, _) => return Some(true),
         (_, LastLine::Rechecked) => return Some(false),
         (Ending::Torn, LastLine::Records) => "not a JSON value (a torn write): dropped",
-        (Ending::Unterminated, LastLine::Records) => {
-            "a whole JSON value: kept as a record, with the newline added"
-        }
+        (Ending::Unterminated, LastLine::Records) => KEPT_AS_A_RECORD,
         (_, LastLine::Verbatim) => "kept as it is",
         (_, LastLine::Between) => {
             "kept, with a newline added: another input follows, whose first line would join it"
         }
     };
-    eprintln!(
-        "sess: warning: {}: the last line has no final newline ({} bytes at byte offset {}); {what}",
-        line.place(name),
-        line.bytes.len(),
-        line.offset
-    );
+    say_last_line(&line.place(name), line.bytes.len(), line.offset, what);
     match (line.ending, last) {
         (Ending::Torn, LastLine::Records) => None,
         (_, LastLine::Records | LastLine::Between) => Some(true),
         (_, LastLine::Verbatim | LastLine::Rechecked) => Some(false),
     }
 }
+
+/// The warning about a last line without a newline, at `place` (`file:line`): `len` bytes
+/// at byte `offset`, and what was made of it.
+pub fn say_last_line(place: &str, len: usize, offset: u64, what: &str) {
+    eprintln!(
+        "sess: warning: {place}: the last line has no final newline ({len} bytes at byte \
+         offset {offset}); {what}"
+    );
+}
+
+/// What readers of records make of a last line that is one whole JSON value.
+pub const KEPT_AS_A_RECORD: &str = "a whole JSON value: kept as a record, with the newline added";
 
 /// Calls `f` with the logical events of one line: the line itself, or the members of the
 /// packed row it holds (written into `buf` one at a time). `newline` is the line's own.

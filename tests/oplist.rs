@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{conformance, files_in, parse_j, parse_lines, sess, testdata};
+use common::{conformance, files_in, parse_j, parse_lines, sess, stdout_ok, testdata};
 use predicates::prelude::*;
 use sess::value::Value;
 
@@ -410,6 +410,33 @@ fn a_torn_last_line_is_named_by_its_line_in_the_file_however_it_is_read() {
         .assert()
         .success()
         .stderr(predicate::str::contains("<stdin>:11: a torn last line"));
+}
+
+/// A last batch without its newline is applied, as the table in FORMAT.md says, with a
+/// warning naming its line: a file read backwards from its last base said nothing.
+#[test]
+fn a_last_batch_without_a_newline_is_applied_and_told_of() {
+    let list = std::fs::read(testdata("oplist.jsonl")).unwrap();
+    let cut = list.strip_suffix(b"\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cut.jsonl");
+    std::fs::write(&file, cut).unwrap();
+    let whole = stdout_ok(sess().arg("recover").arg(testdata("oplist.jsonl")));
+    let told = |name: String| format!("{name}:11: the last line has no final newline");
+    sess()
+        .arg("recover")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(whole.clone())
+        .stderr(predicate::str::contains(told(file.display().to_string())));
+    sess()
+        .args(["recover", "-"])
+        .write_stdin(cut.to_vec())
+        .assert()
+        .success()
+        .stdout(whole)
+        .stderr(predicate::str::contains(told("<stdin>".into())));
 }
 
 /// A file cut anywhere (a crash while the list was written) gives the value stdin gives,

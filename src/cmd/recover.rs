@@ -11,7 +11,7 @@ use sess::delta::Op;
 use sess::delta::oplist::{self, RecoverOptions, Replayer, Tail};
 use sess::frames::reader::Health;
 use sess::input::{self, Compression, Flow, Input};
-use sess::io::{LineReader, Sink};
+use sess::io::{Ending, LineReader, Sink};
 use sess::value::Value;
 
 const ABOUT: &str = "Rebuild the value an op list holds, from its last base batch";
@@ -159,6 +159,7 @@ impl Printer<'_> {
         let mut replayer = Replayer::new(opts, start.by_address).keeping_ops(self.args.ops);
         let mut failed = None;
         let mut torn = None;
+        let mut unterminated = None;
         {
             let mut lines = LineReader::new(&mut file);
             while let Some(line) = lines
@@ -174,6 +175,9 @@ impl Printer<'_> {
                     failed = Some((offset, e));
                     break;
                 }
+                if line.ending == Ending::Unterminated {
+                    unterminated = Some((offset, line.bytes.len()));
+                }
             }
         }
         // Lines are read from the last base on: their numbers in the file are counted only
@@ -185,6 +189,11 @@ impl Printer<'_> {
         if let Some((offset, len)) = torn {
             let n = oplist::line_number(&mut file, offset)?;
             self.torn_line(n, offset, len, strict)?;
+        }
+        if let Some((offset, len)) = unterminated {
+            let n = oplist::line_number(&mut file, offset)?;
+            let place = format!("{name}:{n}");
+            sess::event::say_last_line(&place, len, offset, sess::event::KEPT_AS_A_RECORD);
         }
         Ok(replayer)
     }
@@ -211,6 +220,11 @@ impl Printer<'_> {
                 torn_at = Some((line.number, line.offset, line.bytes.len()));
             } else {
                 tail.push(&opts, line.number, line.offset, line.bytes);
+            }
+            if line.ending == Ending::Unterminated {
+                let place = line.place(&self.name);
+                let (len, at) = (line.bytes.len(), line.offset);
+                sess::event::say_last_line(&place, len, at, sess::event::KEPT_AS_A_RECORD);
             }
             Ok(Flow::More)
         })?;
