@@ -363,6 +363,50 @@ fn custom_profiles_from_flags_and_files() {
     }
 }
 
+/// A `--frame` whose successor is a frame or a mirror was refused or not by the order the
+/// flags were applied in (a `--mirror` came after the check), by a check against profile
+/// `none` alone (a profile given was never checked), and with an error naming `none`.
+#[test]
+fn flags_that_contradict_are_refused_naming_the_flags_and_the_profile() {
+    let log = testdata("pi-new.jsonl");
+    let refused = |args: &[&str], profile: &str| {
+        sess()
+            .arg("filter")
+            .args(args)
+            .arg(&log)
+            .assert()
+            .code(1)
+            .stdout("")
+            .stderr(predicate::str::contains(format!(
+                "--frame, --mirror, --boundary and --fact as given, with profile {profile}: \
+                 the successor of frame"
+            )));
+    };
+    refused(&["--frame", "message_update=message_update"], "none");
+    refused(
+        &[
+            "--mirror",
+            "message_end",
+            "--frame",
+            "message_update=message_end",
+        ],
+        "none",
+    );
+    refused(
+        &["--profile", "pi", "--frame", "message_end=message_update"],
+        "pi",
+    );
+    // The profile `auto` chooses may not fit them: told of, and nothing is lost.
+    sess()
+        .args(["filter", "--frame", "message_end=message_update"])
+        .arg(&log)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "with profile pi: the successor of frame",
+        ));
+}
+
 #[test]
 fn a_crlf_log_filters_to_crlf_lines_projected_boundaries_included() {
     let lf = std::fs::read(testdata("pi-new.jsonl")).unwrap();

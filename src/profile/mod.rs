@@ -586,21 +586,25 @@ impl Profile {
 
     /// Refuses a profile whose rules contradict each other.
     fn check(&self) -> Result<()> {
-        for (t, rule) in &self.frames {
-            let Some(succ) = &rule.successor else {
-                continue;
-            };
+        match self.contradiction() {
+            Some(why) => Err(Error::Profile(format!("profile {}: {why}", self.name))),
+            None => Ok(()),
+        }
+    }
+
+    /// How the profile's rules contradict each other, if they do.
+    fn contradiction(&self) -> Option<String> {
+        self.frames.iter().find_map(|(t, rule)| {
+            let succ = rule.successor.as_ref()?;
             // A conditional frame's successor is its own kind, when it is no repeat.
             let own = rule.repeats.is_some() && succ == t;
-            if !own && (self.frames.contains_key(succ) || self.mirrors.contains(succ)) {
-                return Err(Error::Profile(format!(
-                    "profile {}: the successor of frame '{t}' ('{succ}') must be a fact or a \
-                     boundary, not a frame or mirror",
-                    self.name
-                )));
-            }
-        }
-        Ok(())
+            (!own && (self.frames.contains_key(succ) || self.mirrors.contains(succ))).then(|| {
+                format!(
+                    "the successor of frame '{t}' ('{succ}') must be a fact or a boundary, not \
+                     a frame or mirror"
+                )
+            })
+        })
     }
 
     /// The kind of a line, as this profile reads it: the top-level field, refined by the
@@ -699,7 +703,7 @@ impl Profile {
             repeats: None,
         };
         self.add_frame(t, rule);
-        self.check()
+        Ok(())
     }
 
     /// Makes `t` a boundary: with the projection the profile defines for it, or keeping
@@ -859,6 +863,8 @@ impl Overrides {
             && self.facts.is_empty()
     }
 
+    /// Applies them to `p`, then checks the profile they make: a `--frame` whose successor
+    /// is a frame or a mirror, in `p` or by another flag, is refused, naming the flags.
     pub fn apply(&self, p: &mut Profile) -> Result<()> {
         for f in &self.frames {
             p.add_frame_flag(f)?;
@@ -872,7 +878,13 @@ impl Overrides {
         for t in &self.facts {
             p.set_fact(t);
         }
-        Ok(())
+        match p.contradiction() {
+            Some(why) => Err(Error::Profile(format!(
+                "--frame, --mirror, --boundary and --fact as given, with profile {}: {why}",
+                p.name
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -895,6 +907,10 @@ impl Chooser {
     pub fn new(choice: Choice, overrides: Overrides) -> Result<Chooser> {
         let mut fallback = Profile::none();
         overrides.apply(&mut fallback)?;
+        // A profile given is checked with them now; one `auto` chooses, when chosen.
+        if let Choice::Fixed(p) = &choice {
+            overrides.apply(&mut (**p).clone())?;
+        }
         let mut c = Chooser {
             choice,
             fallback: (!overrides.is_empty()).then_some(fallback),
@@ -923,8 +939,12 @@ impl Chooser {
     }
 
     fn with_overrides(&self, mut p: Profile) -> Profile {
-        // Checked in `new`; applying them cannot fail on another profile.
-        let _ = self.overrides.apply(&mut p);
+        // Checked in `new` for a profile given; one `auto` chose may not fit them. Its
+        // contradiction loses nothing (a frame whose successor never comes as a fact is
+        // kept whole), and is told of.
+        if let Err(e) = self.overrides.apply(&mut p) {
+            eprintln!("sess: warning: {e}");
+        }
         p
     }
 
