@@ -754,13 +754,9 @@ fn salvage_line<W: Write>(
 ) -> io::Result<()> {
     // A byte-order mark before the first record (an editor's) is no damage: the record is
     // whole, and kept with it, byte for byte.
-    let text = match line.offset {
-        0 => json::strip_bom(line.bytes),
-        _ => line.bytes,
-    };
     let why = match line.ending {
         Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
-        _ => json::validate(text)
+        _ => json::validate(line.json_text())
             .err()
             .map(|e| format!("invalid JSON at column {}: {e}", e.offset + 1)),
     };

@@ -72,11 +72,12 @@ impl Tally {
                 None => Ok(()),
             };
         }
+        let text = line.json_text();
         let bad = match self.check {
-            LineCheck::Strict => json::validate(line.bytes).err(),
-            _ if looks_whole(line.bytes) => None,
+            LineCheck::Strict => json::validate(text).err(),
+            _ if looks_whole(text) => None,
             // The cheap check failed: the strict one says where and why.
-            _ => json::validate(line.bytes).err(),
+            _ => json::validate(text).err(),
         };
         let Some(e) = bad else { return Ok(()) };
         let place = Place::line(name, line.number)

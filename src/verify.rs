@@ -69,7 +69,7 @@ impl LineChecks {
             }
             rows::Parsed::BadRow(e) => problems.push(format!("{at}: {e}")),
             rows::Parsed::BadJson(_, e) => problems.push(json_problem(&at, line, &e)),
-            rows::Parsed::Event => match json::validate(line.bytes) {
+            rows::Parsed::Event => match json::validate(line.json_text()) {
                 Err(e) => problems.push(json_problem(&at, line, &e)),
                 Ok(()) => {
                     let seq = json::field(line.bytes, "seq").and_then(json::safe_integer);

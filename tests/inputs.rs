@@ -420,8 +420,9 @@ fn a_document_over_many_lines_gets_one_message() {
 }
 
 /// A byte-order mark before the first record (an editor's) is no damage: `repair` dropped
-/// the whole first record for it (a session's header), reporting it lost. It is kept, byte
-/// for byte; a mark before a later line is still not JSON there.
+/// the whole first record for it (a session's header), reporting it lost, and `verify`
+/// failed on it. It is kept, byte for byte; a mark before a later line is still not JSON
+/// there.
 #[test]
 fn repair_keeps_a_first_record_behind_a_byte_order_mark() {
     let dir = tempfile::tempdir().unwrap();
@@ -440,4 +441,22 @@ fn repair_keeps_a_first_record_behind_a_byte_order_mark() {
         .stderr(predicate::str::contains("kept 2 line(s)"))
         .stderr(predicate::str::contains("line 3 of the original"));
     assert_eq!(std::fs::read(&out).unwrap(), &text[..text.len() - 16]);
+    // Every check of a line as JSON passes over it: verify, and the torn-line rule (a log
+    // of one record without its newline was dropped as torn).
+    std::fs::write(&log, &text[..text.len() - 16]).unwrap();
+    sess().arg("verify").arg(&log).assert().success();
+    sess().arg("cat").arg(&log).assert().success().stderr("");
+    std::fs::write(&log, b"\xef\xbb\xbf{\"type\":\"session\"}").unwrap();
+    sess()
+        .arg("repair")
+        .arg(&log)
+        .arg("-o")
+        .arg(&out)
+        .arg("-f")
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        b"\xef\xbb\xbf{\"type\":\"session\"}\n"
+    );
 }

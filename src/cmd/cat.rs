@@ -27,9 +27,10 @@ index says hold the values their interned lines refer to. Under --recovery \
 point-in-time, skip-corrupt or absolute they read the file through instead, so that damage \
 is handled as the mode says (absolute fails on damage anywhere in the file). --seq seeks \
 only where the index shows seq rising from frame to frame; a log whose seq starts again \
-(logs joined with cat; verify reports it) is read through, as a plain one is. Each frame \
-read is read to its end, but a seq that starts again inside a frame the seek passed over \
-is not seen: the index gives only each frame's first seq.\n\n\
+(logs joined with cat; verify reports it) is read through, as a plain one is. The index \
+gives only each frame's first seq, so a seq that starts again inside a frame is seen only \
+when that frame is read: the range's events after it can be missed. Give joined logs as \
+separate inputs, or read such a file through (--recovery point-in-time).\n\n\
 A last line without a newline that is valid JSON is printed (with a newline added); one that is \
 not valid JSON is a torn write and is dropped with a warning on stderr.";
 
@@ -468,8 +469,8 @@ fn seq_frames(file: &mut Seekable, select: &Select, sink: &mut Sink) -> Result<(
     let to = select.seq.and_then(|r| r.end).map(|e| e as i64);
     let mut defs = Defs::default();
     for k in file.first_frame_for_seq(from)..file.frames().len() {
-        // A frame that begins past the range is not read (seq only rises): a damaged one
-        // there does not fail a range that ended before it.
+        // A frame that begins past the range is not read (the index shows seq rising from
+        // frame to frame): a damaged one there does not fail a range that ended before it.
         if let (Some(to), Some(first)) = (to, file.frames()[k].first_seq)
             && first > to
         {

@@ -43,7 +43,7 @@ pub enum Ending {
     Torn,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
     /// Whether the line ended with `\n` in the input.
     pub fn terminated(&self) -> bool {
         self.ending == Ending::Newline
@@ -57,6 +57,16 @@ impl Line<'_> {
     /// Whether the line is a record: everything but a torn last line.
     pub fn is_record(&self) -> bool {
         !self.is_torn()
+    }
+
+    /// The line's JSON text: without the UTF-8 byte-order mark an input's first line may
+    /// begin with (an editor's), which RFC 8259 lets a parser pass over. Every check of a
+    /// line as JSON reads this; the line's bytes, mark included, are what is kept.
+    pub fn json_text(&self) -> &'a [u8] {
+        match self.offset {
+            0 => crate::json::strip_bom(self.bytes),
+            _ => self.bytes,
+        }
     }
 
     /// `file:line`, for messages.
@@ -144,7 +154,13 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 let end = self.end;
-                let ending = match crate::json::validate(&self.buf[self.start..end]) {
+                let line = &self.buf[self.start..end];
+                // A first line behind a byte-order mark is whole as its JSON text is.
+                let text = match self.offset {
+                    0 => crate::json::strip_bom(line),
+                    _ => line,
+                };
+                let ending = match crate::json::validate(text) {
                     Ok(()) => Ending::Unterminated,
                     Err(_) => Ending::Torn,
                 };
