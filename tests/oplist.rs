@@ -437,6 +437,19 @@ fn a_last_batch_without_a_newline_is_applied_and_told_of() {
         .success()
         .stdout(whole)
         .stderr(predicate::str::contains(told("<stdin>".into())));
+    // A line left out (past --at) is not kept: nothing is said of it.
+    sess()
+        .args(["recover", "--at", "3"])
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr("");
+    sess()
+        .args(["recover", "--at", "3", "-"])
+        .write_stdin(cut.to_vec())
+        .assert()
+        .success()
+        .stderr("");
 }
 
 /// A file cut anywhere (a crash while the list was written) gives the value stdin gives,

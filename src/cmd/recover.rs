@@ -171,12 +171,16 @@ impl Printer<'_> {
                     torn = Some((offset, line.bytes.len()));
                     break;
                 }
-                if let Err(e) = self.apply(&mut replayer, line.bytes) {
-                    failed = Some((offset, e));
-                    break;
-                }
-                if line.ending == Ending::Unterminated {
-                    unterminated = Some((offset, line.bytes.len()));
+                match self.apply(&mut replayer, line.bytes) {
+                    Err(e) => {
+                        failed = Some((offset, e));
+                        break;
+                    }
+                    // Told of only when it was applied: one left out is not kept.
+                    Ok(true) if line.ending == Ending::Unterminated => {
+                        unterminated = Some((offset, line.bytes.len()));
+                    }
+                    Ok(_) => {}
                 }
             }
         }
@@ -202,6 +206,7 @@ impl Printer<'_> {
     fn stream(&mut self, input: &Input, opts: RecoverOptions, g: Global) -> Result<Replayer> {
         let mut tail = Tail::default();
         let mut torn_at = None;
+        let mut unterminated = None;
         let src = input::open(input, self.args.damage.open_options(g))?;
         // Only skip-corrupt reads on past lost lines: other modes need no look per line.
         let health = (self.args.damage.recovery == cli::RecoveryMode::SkipCorrupt)
@@ -222,9 +227,7 @@ impl Printer<'_> {
                 tail.push(&opts, line.number, line.offset, line.bytes);
             }
             if line.ending == Ending::Unterminated {
-                let place = line.place(&self.name);
-                let (len, at) = (line.bytes.len(), line.offset);
-                sess::event::say_last_line(&place, len, at, sess::event::KEPT_AS_A_RECORD);
+                unterminated = Some(line.number);
             }
             Ok(Flow::More)
         })?;
@@ -240,10 +243,16 @@ impl Printer<'_> {
         }
         let strict = opts.strict;
         let mut replayer = Replayer::new(opts, tail.by_address()).keeping_ops(self.args.ops);
-        for (number, _, bytes) in &tail.lines {
+        for (number, offset, bytes) in &tail.lines {
             let place = format!("{}:{number}", self.name);
-            self.apply(&mut replayer, bytes)
-                .map_err(|e| placed(e, place))?;
+            let applied = self
+                .apply(&mut replayer, bytes)
+                .map_err(|e| placed(e, place.clone()))?;
+            // Told of only when it was applied: one left out is not kept.
+            if applied && unterminated == Some(*number) {
+                let what = sess::event::KEPT_AS_A_RECORD;
+                sess::event::say_last_line(&place, bytes.len(), *offset, what);
+            }
         }
         if let Some((number, offset, len)) = torn_at {
             self.torn_line(number, offset, len, strict)?;
@@ -267,9 +276,10 @@ impl Printer<'_> {
 
     /// Applies one record and prints what --states or --ops asks for. A record's error is
     /// placed by the caller; a write error stays one (a closed pipe is not the input's fault).
-    fn apply(&mut self, replayer: &mut Replayer, bytes: &[u8]) -> Result<()> {
+    /// Whether the record was applied (not one of another address, or past `--at`).
+    fn apply(&mut self, replayer: &mut Replayer, bytes: &[u8]) -> Result<bool> {
         let Some(applied) = replayer.record(bytes).map_err(|e| anyhow!(e))? else {
-            return Ok(());
+            return Ok(false);
         };
         let r = &mut self.replayed;
         r.batches += 1;
@@ -290,7 +300,7 @@ impl Printer<'_> {
             self.sink.write_all(&l).map_err(Written)?;
             self.sink.write_all(b"\n").map_err(Written)?;
         }
-        Ok(())
+        Ok(true)
     }
 }
 
