@@ -900,6 +900,9 @@ pub struct Chooser {
     /// While an `auto` choice is undecided: `none` with the overrides, when there are any,
     /// so that the classes a user gives apply to a log no profile knows.
     fallback: Option<Profile>,
+    /// The overrides contradicted a profile `auto` chose, and that was told (once: a
+    /// thousand inputs said it a thousand times).
+    told: std::cell::Cell<bool>,
 }
 
 impl Chooser {
@@ -917,6 +920,7 @@ impl Chooser {
             overrides,
             detector: None,
             chosen: None,
+            told: std::cell::Cell::new(false),
         };
         c.start_input(None);
         Ok(c)
@@ -942,7 +946,9 @@ impl Chooser {
         // Checked in `new` for a profile given; one `auto` chose may not fit them. Its
         // contradiction loses nothing (a frame whose successor never comes as a fact is
         // kept whole), and is told of.
-        if let Err(e) = self.overrides.apply(&mut p) {
+        if let Err(e) = self.overrides.apply(&mut p)
+            && !self.told.replace(true)
+        {
             eprintln!("sess: warning: {e}");
         }
         p
