@@ -364,9 +364,9 @@ pub fn each_line_of<E: From<Error>>(
             let Some(line) = line else {
                 return Ok(Flow::More);
             };
-            // Most lines are plain: handed on from here, their parts in registers. A line
-            // that came through memory from either way (a rebuilt line's does) was loaded
-            // whole for the call just after the stores of its parts, a stall per line.
+            // Lines that need no rebuilding (most) skip `Rebuilder::line`, and each way
+            // hands its line on by itself: a line returned through memory, or the two ways
+            // joined through memory, cost a store-forwarding stall per line.
             let flow = match origin.passes(&line) {
                 true => hand_on(&name, line, &mut tally, f)?,
                 false => match rebuilder.line(&origin, line)? {

@@ -599,6 +599,13 @@ fn stock_zstd_reads_sess_output() {
     std::fs::write(&out, &piped.stdout).unwrap();
     assert_eq!(zstd_dc(&out), b"");
     sess().arg("cat").arg(&out).assert().success().stdout("");
+    sess()
+        .args(["pack", "--layout", "dsh", "-f", "-o"])
+        .arg(&out)
+        .arg(&empty)
+        .assert()
+        .success();
+    assert_eq!(zstd_dc(&out), b"");
 }
 
 #[test]

@@ -38,7 +38,8 @@ impl Log {
     }
 
     /// Whether it is stored compressed already: its name ends in `.zst`, `.gz`..., or its
-    /// bytes are gzip or zstd whatever its name says (a packed log renamed `.jsonl`).
+    /// bytes are gzip or zstd whatever its name says (a packed log renamed `.jsonl`). Reads
+    /// the file's first bytes.
     pub fn compressed(&self) -> bool {
         use crate::input::{Compression, file_compression};
         let name = self.name();
