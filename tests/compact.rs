@@ -607,3 +607,20 @@ fn a_dry_run_and_the_store_report_promise_only_what_apply_does() {
     assert_eq!(savings["compact_compat"]["logs"], 2, "{savings}");
     assert_eq!(why(&["--json", "--apply"]), want);
 }
+
+/// A folder given twice was worked on twice: the second pass found the first's packed
+/// forms and counted them again, as left alone.
+#[test]
+fn a_folder_given_twice_is_worked_on_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = store(dir.path());
+    let again = dir.path().join(".");
+    let out = stdout_ok(
+        sess()
+            .args(["compact", "--apply", "--json"])
+            .arg(dir.path())
+            .arg(&again),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["logs"].as_array().unwrap().len(), logs.len(), "{v}");
+}

@@ -154,7 +154,15 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     let mut steps = Vec::new();
     let mut out = sess::io::Sink::stdout();
     let progress = !g.quiet && !args.json && std::io::stderr().is_terminal();
+    // A folder given twice (by any path to it) is worked on once: the second pass found
+    // the first's packed forms and counted them again as left alone.
+    let mut seen = Vec::new();
     for dir in &args.dirs {
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        if seen.contains(&real) {
+            continue;
+        }
+        seen.push(real);
         let mut each = |s: &Step| -> std::io::Result<()> {
             totals.add(s);
             if args.json {
