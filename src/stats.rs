@@ -235,8 +235,9 @@ impl Stats {
         // packed row's events is the row's, in the table, which has no line for them.
         if !ev.line.is_torn() {
             let row = ev.member.map(|_| self.line_kind.as_str());
-            self.filter.account_as(row);
-            let _ = self.filter.event(ev.bytes, true, &mut self.filtered);
+            let _ = self
+                .filter
+                .event_as(ev.bytes, true, &mut self.filtered, row);
         }
         Ok(())
     }

@@ -101,7 +101,7 @@ struct OpenRun {
     key: Option<Vec<u8>>,
     frames: Vec<Held>,
     /// The kind its frames are counted under per kind, when not their own: the packed row
-    /// that held the last of them ([`Filter::account_as`]).
+    /// that held the last of them ([`Filter::event_as`]).
     account: Option<String>,
 }
 
@@ -244,8 +244,6 @@ pub struct Filter {
     unterminated: bool,
     /// For conditional frame kinds: the value the last line of the kind had.
     last_values: HashMap<String, Vec<u8>>,
-    /// The kind the next events are counted under per kind, when not their own.
-    account: Option<String>,
 }
 
 impl Filter {
@@ -260,7 +258,6 @@ impl Filter {
             dropped_unboundable: 0,
             unterminated: false,
             last_values: HashMap::new(),
-            account: None,
         })
     }
 
@@ -276,15 +273,6 @@ impl Filter {
         self.profile.current()
     }
 
-    /// Counts the next events per kind under `kind` rather than their own (when
-    /// [`FilterOptions::per_kind`]): `stats` tallies a packed row's events under the row, as
-    /// its table has a line for the row and none for the events it holds.
-    pub fn account_as(&mut self, kind: Option<&str>) {
-        if self.account.as_deref() != kind {
-            self.account = kind.map(str::to_string);
-        }
-    }
-
     /// One logical event (without newline). `terminated` is false only for a last line
     /// without newline, which is written back so when kept.
     pub fn event<W: Write>(
@@ -293,14 +281,13 @@ impl Filter {
         terminated: bool,
         out: &mut W,
     ) -> io::Result<()> {
-        let account = self.account.take();
-        let done = self.event_as(line, terminated, out, account.as_deref());
-        self.account = account;
-        done
+        self.event_as(line, terminated, out, None)
     }
 
-    /// [`Filter::event`], counted per kind under `account` when given.
-    fn event_as<W: Write>(
+    /// [`Filter::event`], counted per kind (when [`FilterOptions::per_kind`]) under
+    /// `account` when given rather than its own kind: `stats` tallies a packed row's events
+    /// under the row, as its table has a line for the row and none for the events it holds.
+    pub fn event_as<W: Write>(
         &mut self,
         line: &[u8],
         terminated: bool,
