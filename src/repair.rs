@@ -752,8 +752,8 @@ fn salvage_line<W: Write>(
     readers: &mut Readers,
     out: &mut W,
 ) -> io::Result<()> {
-    // A byte-order mark before the first record (an editor's) is no damage: the record is
-    // whole, and kept with it, byte for byte.
+    // Its JSON text is checked: a first record behind a byte-order mark is kept, mark and
+    // all.
     let why = match line.ending {
         Ending::Torn => Some("a torn last line: no final newline and not a JSON value".into()),
         _ => json::validate(line.json_text())

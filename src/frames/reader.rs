@@ -124,7 +124,7 @@ impl Glues {
     /// inside the line of `len` bytes at `offset`. Lines are asked about in order; the
     /// glues up to the line's end are passed and forgotten.
     pub fn inside(&self, offset: u64, len: usize) -> Option<usize> {
-        if self.pending.load(Ordering::Acquire) == 0 {
+        if !self.any() {
             return None;
         }
         let mut at = self.at.lock().unwrap_or_else(|e| e.into_inner());

@@ -63,15 +63,20 @@ impl<'a> Line<'a> {
     /// begin with (an editor's), which RFC 8259 lets a parser pass over. Every check of a
     /// line as JSON reads this; the line's bytes, mark included, are what is kept.
     pub fn json_text(&self) -> &'a [u8] {
-        match self.offset {
-            0 => crate::json::strip_bom(self.bytes),
-            _ => self.bytes,
-        }
+        json_text_at(self.bytes, self.offset)
     }
 
     /// `file:line`, for messages.
     pub fn place(&self, name: &str) -> String {
         format!("{name}:{}", self.number)
+    }
+}
+
+/// [`Line::json_text`] of the line of `bytes` at `offset` in its input.
+fn json_text_at(bytes: &[u8], offset: u64) -> &[u8] {
+    match offset {
+        0 => crate::json::strip_bom(bytes),
+        _ => bytes,
     }
 }
 
@@ -154,12 +159,8 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 let end = self.end;
-                let line = &self.buf[self.start..end];
                 // A first line behind a byte-order mark is whole as its JSON text is.
-                let text = match self.offset {
-                    0 => crate::json::strip_bom(line),
-                    _ => line,
-                };
+                let text = json_text_at(&self.buf[self.start..end], self.offset);
                 let ending = match crate::json::validate(text) {
                     Ok(()) => Ending::Unterminated,
                     Err(_) => Ending::Torn,
