@@ -75,9 +75,10 @@ const SURVEY_PROBE: u64 = 16;
 /// Bytes of lines after which the writer, having found nothing to define or refer to in
 /// them and told by no survey of a repeat to come, looks into the lines of one frame in
 /// [`QUIET_SAMPLE`] only ([`Writer::looks_into_frame`]). On the 1 GiB DSH synth, whose
-/// values never repeat a frame apart, looking into every row was about a tenth of the
+/// values never repeat a frame apart, looking into every line was about a tenth of the
 /// pack's CPU time for no byte saved. A value that begins to repeat in the frames passed
 /// over is met twice in sampled frames, and from then on every line is looked into again.
+/// A survey that read this much and found no repeat ([`Writer::surveyed`]) begins it.
 const QUIET: u64 = 64 << 20;
 
 /// One frame in this many is looked into on a quiet stretch ([`QUIET`]).
@@ -1167,8 +1168,11 @@ impl Writer {
         self.surveyed = 0;
     }
 
-    /// The survey is over: what it saw once is forgotten, what repeats is kept.
+    /// The survey is over: what it saw once is forgotten, what repeats is kept. The bytes
+    /// it read are a quiet stretch ([`QUIET`]) the writer begins in, which matters only
+    /// when it found no repeat (else every line is looked into).
     pub fn surveyed(&mut self) {
+        self.quiet = self.survey_at;
         self.note_index();
         self.survey_seen = Table::default();
     }
@@ -2205,6 +2209,32 @@ mod tests {
         // A survey that found the repeat: every line is looked into, and the value is
         // defined where it is first met.
         assert_eq!(first_ref(10_000, true), Some(51));
+    }
+
+    #[test]
+    fn a_survey_that_found_no_repeat_begins_a_quiet_stretch() {
+        let v = big("v.");
+        let lines: Vec<String> = (0..20).map(|k| format!(r#"{{"n":{k},"v":{v}}}"#)).collect();
+        let first_ref = |quiet: u64| {
+            let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW).quiet_after(quiet);
+            // As a survey that stopped at its probe: about 16 KB, no value seen twice.
+            (0..50).for_each(|k| {
+                w.survey(format!(r#"{{"k":{}}}"#, big(&format!("u{k}."))).as_bytes())
+            });
+            w.surveyed();
+            let mut w = InternWriter::new(Vec::new(), w);
+            for l in &lines {
+                writeln!(w, "{l}").unwrap();
+            }
+            let packed = w.finish().unwrap();
+            assert_eq!(unpack(&packed).unwrap(), joined(&lines));
+            let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
+            (0..lines.len()).find(|&k| is_interned(out[k]) && out[k].len() < lines[k].len())
+        };
+        // Quiet from the first line: only lines 0 and 8 are looked into until 8 defines it.
+        assert_eq!(first_ref(10_000), Some(9));
+        // A survey shorter than a quiet stretch: every line is looked into.
+        assert_eq!(first_ref(1 << 20), Some(2));
     }
 
     /// Lines `{"step":k,"hist":[...]}` for each `k` in `steps`, the history holding `k`
