@@ -46,6 +46,31 @@ fn toy_log() -> String {
     log
 }
 
+/// A profile file that names no dialect, and extends no profile, is named in `stats` by
+/// its own name: the first release said `unknown`, the dialect of profile `none` it
+/// starts from.
+#[test]
+fn a_profile_without_a_dialect_is_named_by_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("job.jsonl");
+    std::fs::write(&log, toy_log()).unwrap();
+    // The toy profile without its dialect and its variants (which name dialects too).
+    let mut toy: serde_json::Value = serde_json::from_str(TOY).unwrap();
+    let members = toy.as_object_mut().unwrap();
+    members.remove("dialect").unwrap();
+    members.remove("variants").unwrap();
+    std::fs::write(dir.path().join("toy.json"), toy.to_string()).unwrap();
+    let stats = stdout_ok(
+        sess()
+            .env("SESS_PROFILES", dir.path())
+            .args(["stats", "--json"])
+            .arg(&log),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    assert_eq!(v["files"][0]["filter_profile"], "toy");
+    assert_eq!(v["files"][0]["dialect"], "toy");
+}
+
 #[test]
 fn a_producer_is_one_profile_file() {
     let dir = tempfile::tempdir().unwrap();

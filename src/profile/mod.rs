@@ -486,6 +486,7 @@ impl Profile {
     pub fn from_json_over(text: &[u8], origin: &str, bases: &[Profile]) -> Result<Profile> {
         let file: ProfileFile = serde_json::from_slice(text)
             .map_err(|e| Error::Profile(format!("{origin}: not a valid profile file: {e}")))?;
+        let own = matches!(file.extends.as_deref(), None | Some("none"));
         let mut p = match file.extends.as_deref() {
             None | Some("none") => Profile::none(),
             Some(base) => bases
@@ -509,8 +510,11 @@ impl Profile {
         if let Some(r) = file.recognise {
             p.recognise = r;
         }
-        if let Some(d) = file.dialect {
-            p.dialect = d;
+        // A producer of its own is named in `stats` by its name, not as `unknown` (none's).
+        match file.dialect {
+            Some(d) => p.dialect = d,
+            None if own => p.dialect = p.name.clone(),
+            None => {}
         }
         if !file.version.is_empty() {
             p.version = file.version;
