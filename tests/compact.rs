@@ -573,6 +573,8 @@ fn a_dry_run_and_the_store_report_promise_only_what_apply_does() {
             .arg(common::testdata("dsh.jsonl")),
     );
     put("rows.jsonl", &rows);
+    // Plain text under a compressed name is left alone, and said to be plain.
+    put("named.jsonl.zst", &log);
     let why = |args: &[&str]| -> Vec<(String, String)> {
         let out = stdout_ok(sess().arg("compact").args(args).arg(dir.path()));
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -582,15 +584,20 @@ fn a_dry_run_and_the_store_report_promise_only_what_apply_does() {
             .iter()
             .map(|l| {
                 let name = l["path"].as_str().unwrap().rsplit('/').next().unwrap();
-                (
-                    name.to_string(),
-                    l["why"].as_str().unwrap_or("").to_string(),
-                )
+                let mut why = l["why"].as_str().unwrap_or("").to_string();
+                if l["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("plain text"))
+                {
+                    why += " (plain text)";
+                }
+                (name.to_string(), why)
             })
             .collect()
     };
     let want = [
         ("gz.jsonl", "compressed"),
+        ("named.jsonl.zst", "compressed (plain text)"),
         ("packed.jsonl", "compressed"),
         ("plain.jsonl", ""),
         ("rows.jsonl", "not_exact"),

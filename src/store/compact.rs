@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::journal::{self, Journal, Op, Record};
-use super::{Log, OWN_PREFIX};
+use super::{Log, OWN_PREFIX, Stored};
 use crate::event::{self, LastLine};
 use crate::frames::reader::Recovery;
 use crate::frames::writer::{DEFAULT_FRAME_SIZE, FrameOptions, FrameWriter};
@@ -231,8 +231,15 @@ impl Run<'_> {
     }
 
     fn try_one(&mut self, log: &Log, into: &Path, step: &mut Step) -> Result<(), Failure> {
-        if log.compressed() {
-            return skip(step, Why::Compressed, "compressed already");
+        match log.stored() {
+            Stored::Plain => {}
+            Stored::Compressed => {
+                return skip(step, Why::Compressed, "compressed already");
+            }
+            Stored::Misnamed => {
+                let why = "named as compressed, but plain text (rename it to compact it)";
+                return skip(step, Why::Compressed, why);
+            }
         }
         if self.journal.is_some()
             && let Some(folder) = busy_below(self.root, &log.path)

@@ -41,12 +41,32 @@ impl Log {
     /// bytes are gzip or zstd whatever its name says (a packed log renamed `.jsonl`). Reads
     /// the file's first bytes.
     pub fn compressed(&self) -> bool {
+        self.stored() != Stored::Plain
+    }
+
+    /// How it is stored, by its name and its first bytes.
+    pub fn stored(&self) -> Stored {
         use crate::input::{Compression, file_compression};
         let name = self.name();
-        logical_name(&name) != name
-            || file_compression(&self.path)
-                .is_ok_and(|c| c.is_some_and(|c| c != Compression::Plain))
+        let content = file_compression(&self.path).ok().flatten();
+        match (logical_name(&name) != name, content) {
+            (true, Some(Compression::Plain)) => Stored::Misnamed,
+            (true, _) => Stored::Compressed,
+            (false, Some(c)) if c != Compression::Plain => Stored::Compressed,
+            (false, _) => Stored::Plain,
+        }
     }
+}
+
+/// How a log is stored ([`Log::stored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    Plain,
+    /// gzip or zstd bytes, or a name that says so.
+    Compressed,
+    /// A name that says compressed (`.zst`, `.gz`...) on plain text: packed under it, the
+    /// log would keep the name it has, so it is left alone too.
+    Misnamed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
