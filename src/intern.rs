@@ -15,7 +15,9 @@
 //! value. Once the refs are put back, each def names the bytes `AT..AT+LEN` of the whole
 //! line as value `ID`, for later lines to reference. A value is defined at its second
 //! occurrence (the first is only hashed, so nothing is stored for values that never
-//! repeat) and referenced from its third. The bytes are never re-serialized, so the round
+//! repeat) and referenced from its third; where a first pass over a file found it
+//! repeated, at its first. (On a stretch where nothing repeats, only sampled frames are
+//! looked into: [`QUIET`].) The bytes are never re-serialized, so the round
 //! trip is exact whatever the producer's key order, number spelling or escapes.
 //!
 //! A reader keeps the definitions it has read (in an unlinked temporary file, so memory
@@ -72,14 +74,20 @@ const REFRESH: u64 = 8;
 /// 1.8 s pack of the 1 GiB DSH log.
 const SURVEY_PROBE: u64 = 16;
 
-/// Bytes of lines after which the writer, having found nothing to define or refer to in
-/// them and told by no survey of a repeat to come, looks into the lines of one frame in
+/// Frames after which the writer, having found nothing to define or refer to in their
+/// lines and told by no survey of a repeat to come, looks into the lines of one frame in
 /// [`QUIET_SAMPLE`] only ([`Writer::looks_into_frame`]). On the 1 GiB DSH synth, whose
 /// values never repeat a frame apart, looking into every line was about a tenth of the
 /// pack's CPU time for no byte saved. A value that begins to repeat in the frames passed
-/// over is met twice in sampled frames, and from then on every line is looked into again.
-/// A survey that read this much and found no repeat ([`Writer::surveyed`]) begins it.
-const QUIET: u64 = 64 << 20;
+/// over is met in two sampled frames and defined, and from then on every line is looked
+/// into again. In frames, as the survey's probe is: a survey that read its probe and found
+/// no repeat ([`Writer::surveyed`]) has seen as long a stretch. And at least
+/// [`QUIET_BYTES`] of lines: with small frames, sixteen of them are too few to judge by.
+const QUIET: u64 = SURVEY_PROBE;
+
+/// The bytes of lines a quiet stretch holds at least ([`QUIET`]): sixteen frames of the
+/// default size.
+const QUIET_BYTES: u64 = 64 << 20;
 
 /// One frame in this many is looked into on a quiet stretch ([`QUIET`]).
 const QUIET_SAMPLE: u64 = 8;
@@ -938,10 +946,16 @@ pub struct Writer {
     free: Vec<[u64; 2]>,
     /// Lines not looked into ([`Writer::passing`]).
     passed: Option<fn(&[u8]) -> bool>,
-    /// Bytes of lines written since a line last defined or referred to a value, and the
-    /// most before the writer samples frames ([`QUIET`]).
-    quiet: u64,
-    quiet_max: u64,
+    /// The first frame from which only sampled frames are looked into, unless a line
+    /// defines or refers to a value before ([`QUIET`] frames after the last that did).
+    quiet_from: u64,
+    /// The bytes of lines written since a line last defined or referred to a value: the
+    /// stretch is quiet once they are [`QUIET_BYTES`] too.
+    quiet_bytes: u64,
+    /// The frames and bytes of a quiet stretch ([`QUIET`], [`QUIET_BYTES`]; tests make
+    /// them fewer).
+    quiet_frames: u64,
+    quiet_min_bytes: u64,
 }
 
 /// The last array at a path, for the next one there to refer to its beginning.
@@ -1032,15 +1046,19 @@ impl Writer {
             kids: Vec::new(),
             free: Vec::new(),
             passed: None,
-            quiet: 0,
-            quiet_max: QUIET,
+            quiet_from: QUIET,
+            quiet_bytes: 0,
+            quiet_frames: QUIET,
+            quiet_min_bytes: QUIET_BYTES,
         }
     }
 
-    /// The bytes of lines with nothing found in them after which only sampled frames are
-    /// looked into ([`QUIET`]; `u64::MAX`: never).
-    pub fn quiet_after(mut self, bytes: u64) -> Writer {
-        self.quiet_max = bytes;
+    /// The frames with nothing found in their lines after which only sampled frames are
+    /// looked into, whatever their bytes ([`QUIET`]; `u64::MAX`: never).
+    pub fn quiet_after(mut self, frames: u64) -> Writer {
+        self.quiet_frames = frames;
+        self.quiet_from = frames;
+        self.quiet_min_bytes = 0;
         self
     }
 
@@ -1068,13 +1086,17 @@ impl Writer {
                 self.walk(line, start, end, 0, 0, &mut refs, &mut defs)?;
             }
         }
-        self.quiet = match refs.is_empty() && defs.is_empty() {
-            true => self.quiet.saturating_add(line.len() as u64 + 1),
-            false => 0,
+        let found = !refs.is_empty() || !defs.is_empty();
+        self.quiet_bytes = match found {
+            true => 0,
+            false => self.quiet_bytes.saturating_add(line.len() as u64 + 1),
         };
+        if found {
+            self.quiet_from = self.frame.saturating_add(self.quiet_frames);
+        }
         self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
         self.note_index();
-        if refs.is_empty() && defs.is_empty() && !is_interned(line) {
+        if !found && !is_interned(line) {
             return out.write_all(line);
         }
         write_interned(line, &refs, &defs, &self.free, out)?;
@@ -1106,7 +1128,8 @@ impl Writer {
     /// Whether the lines of this frame are looked into: every frame's, except on a quiet
     /// stretch ([`QUIET`]) that no survey said a repeat follows.
     fn looks_into_frame(&self) -> bool {
-        self.quiet < self.quiet_max
+        self.frame < self.quiet_from
+            || self.quiet_bytes < self.quiet_min_bytes
             || !self.repeated.is_empty()
             || self.frame.is_multiple_of(QUIET_SAMPLE)
     }
@@ -1121,8 +1144,12 @@ impl Writer {
     /// held no value that repeats a frame or more apart. Then the values that do repeat
     /// later are defined at their second occurrence, as from a pipe.
     pub fn survey_wants_more(&self) -> bool {
-        let probe = SURVEY_PROBE.saturating_mul(self.near);
-        self.surveyed <= self.window && (self.survey_at < probe || !self.repeated.is_empty())
+        self.surveyed <= self.window && (self.survey_at < self.probe() || !self.repeated.is_empty())
+    }
+
+    /// The bytes of input the survey reads before it judges ([`SURVEY_PROBE`] frames).
+    fn probe(&self) -> u64 {
+        SURVEY_PROBE.saturating_mul(self.near)
     }
 
     /// The survey's walk: a value seen before is marked repeated when the copies lie a
@@ -1168,11 +1195,14 @@ impl Writer {
         self.surveyed = 0;
     }
 
-    /// The survey is over: what it saw once is forgotten, what repeats is kept. The bytes
-    /// it read are a quiet stretch ([`QUIET`]) the writer begins in, which matters only
-    /// when it found no repeat (else every line is looked into).
+    /// The survey is over: what it saw once is forgotten, what repeats is kept. One that
+    /// read its probe and found no repeat (it stopped there) has seen a quiet stretch
+    /// ([`QUIET`]): the writer begins on one.
     pub fn surveyed(&mut self) {
-        self.quiet = self.survey_at;
+        if self.repeated.is_empty() && self.survey_at >= self.probe() {
+            self.quiet_from = 0;
+            self.quiet_bytes = u64::MAX;
+        }
         self.note_index();
         self.survey_seen = Table::default();
     }
@@ -2174,67 +2204,109 @@ mod tests {
         assert_eq!(unpack(&packed).unwrap(), want);
     }
 
-    #[test]
-    fn a_quiet_stretch_is_looked_into_a_frame_in_eight_until_a_repeat_is_met() {
-        // Each line is a frame of its own here. Fifty lines of values met once make a
-        // quiet stretch of about 16 KB; then every line holds the same value.
+    /// Lines written `per` to a frame, as a writer of frames numbers them.
+    struct Frames {
+        out: Vec<u8>,
+        per: u64,
+    }
+
+    impl Write for Frames {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.out.write(buf)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Framed for Frames {
+        fn next_frame(&self) -> u64 {
+            self.out.next_frame() / self.per
+        }
+
+        fn last_line_frame(&self) -> u64 {
+            self.out.last_line_frame() / self.per
+        }
+    }
+
+    /// The first of `lines` that `w`, its lines `per` to a frame, writes as a ref.
+    fn first_ref(w: Writer, per: u64, lines: &[String]) -> Option<usize> {
+        let mut w = InternWriter::new(
+            Frames {
+                out: Vec::new(),
+                per,
+            },
+            w,
+        );
+        for l in lines {
+            writeln!(w, "{l}").unwrap();
+        }
+        let packed = w.finish().unwrap().out;
+        assert_eq!(unpack(&packed).unwrap(), joined(lines));
+        let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
+        (0..lines.len()).find(|&k| is_interned(out[k]) && out[k].len() < lines[k].len())
+    }
+
+    /// `unique` lines of values met once, then lines that all hold the same value.
+    fn quiet_then_repeats(unique: usize, total: usize) -> Vec<String> {
         let v = big("v.");
-        let lines: Vec<String> = (0..50)
+        (0..unique)
             .map(|k| format!(r#"{{"k":{}}}"#, big(&format!("u{k}."))))
-            .chain((50..80).map(|k| format!(r#"{{"n":{k},"v":{v}}}"#)))
-            .collect();
-        let first_ref = |quiet: u64, surveyed: bool| {
-            let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW)
-                .near(0)
-                .quiet_after(quiet);
-            if surveyed {
-                lines.iter().for_each(|l| w.survey(l.as_bytes()));
-                w.surveyed();
-            }
-            let mut w = InternWriter::new(Vec::new(), w);
-            for l in &lines {
-                writeln!(w, "{l}").unwrap();
-            }
-            let packed = w.finish().unwrap();
-            assert_eq!(unpack(&packed).unwrap(), joined(&lines));
-            let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
-            (0..lines.len()).find(|&k| is_interned(out[k]) && out[k].len() < lines[k].len())
-        };
-        // Every line looked into: met at 50, defined at 51, referred to from 52.
-        assert_eq!(first_ref(u64::MAX, false), Some(52));
-        // Quiet after 10 KB: only lines 56 and 64 are looked into until 64 defines it.
-        assert_eq!(first_ref(10_000, false), Some(65));
-        // Quiet only after more than the whole input: as if never.
-        assert_eq!(first_ref(1 << 20, false), Some(52));
-        // A survey that found the repeat: every line is looked into, and the value is
-        // defined where it is first met.
-        assert_eq!(first_ref(10_000, true), Some(51));
+            .chain((unique..total).map(|k| format!(r#"{{"n":{k},"v":{v}}}"#)))
+            .collect()
     }
 
     #[test]
-    fn a_survey_that_found_no_repeat_begins_a_quiet_stretch() {
+    fn a_quiet_stretch_is_looked_into_a_frame_in_eight_until_a_repeat_is_met() {
+        let writer = |quiet| Writer::new(DEFAULT_MIN, DEFAULT_WINDOW).quiet_after(quiet);
+        // A line a frame: fifty frames of values met once, then one value on every line.
+        let lines = quiet_then_repeats(50, 80);
+        // Every line looked into: met at 50, defined at 51, referred to from 52.
+        assert_eq!(first_ref(writer(u64::MAX), 1, &lines), Some(52));
+        // Quiet after 20 frames: only frames 56 and 64 are looked into until 64 defines it.
+        assert_eq!(first_ref(writer(20), 1, &lines), Some(65));
+        // Quiet only after more frames than there are: as if never.
+        assert_eq!(first_ref(writer(100), 1, &lines), Some(52));
+        // By default also only after 64 MiB: fifty small frames are not quiet yet.
+        let default = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW);
+        assert_eq!(first_ref(default, 1, &lines), Some(52));
+        // Three lines a frame, the value from line 30 (frame 10) on: frames, not lines, are
+        // sampled. Met in frame 16 (line 48), defined in frame 24 (line 72), referred to
+        // from the next frame (line 75; within its own frame zstd sees the repeat).
+        let lines = quiet_then_repeats(30, 90);
+        assert_eq!(first_ref(writer(u64::MAX), 3, &lines), Some(36));
+        assert_eq!(first_ref(writer(4), 3, &lines), Some(75));
+        // A survey that found the repeat: every line is looked into, and the value is
+        // defined where it is first met.
+        let mut w = writer(4).near(0);
+        lines.iter().for_each(|l| w.survey(l.as_bytes()));
+        w.surveyed();
+        assert_eq!(first_ref(w, 3, &lines), Some(33));
+    }
+
+    #[test]
+    fn a_survey_that_read_its_probe_and_found_no_repeat_begins_a_quiet_stretch() {
         let v = big("v.");
         let lines: Vec<String> = (0..20).map(|k| format!(r#"{{"n":{k},"v":{v}}}"#)).collect();
-        let first_ref = |quiet: u64| {
-            let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW).quiet_after(quiet);
-            // As a survey that stopped at its probe: about 16 KB, no value seen twice.
-            (0..50).for_each(|k| {
+        // A probe of 16 KB; fifty lines of values met once are about as many bytes.
+        let near = 1000;
+        let surveyed = |n: usize| {
+            let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW)
+                .near(near)
+                .quiet_after(20);
+            (0..n).for_each(|k| {
                 w.survey(format!(r#"{{"k":{}}}"#, big(&format!("u{k}."))).as_bytes())
             });
+            assert_eq!(w.survey_wants_more(), w.survey_at < SURVEY_PROBE * near);
             w.surveyed();
-            let mut w = InternWriter::new(Vec::new(), w);
-            for l in &lines {
-                writeln!(w, "{l}").unwrap();
-            }
-            let packed = w.finish().unwrap();
-            assert_eq!(unpack(&packed).unwrap(), joined(&lines));
-            let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
-            (0..lines.len()).find(|&k| is_interned(out[k]) && out[k].len() < lines[k].len())
+            w
         };
-        // Quiet from the first line: only lines 0 and 8 are looked into until 8 defines it.
-        assert_eq!(first_ref(10_000), Some(9));
-        // A survey shorter than a quiet stretch: every line is looked into.
-        assert_eq!(first_ref(1 << 20), Some(2));
+        // The probe read: quiet from the first frame, so only frames 0 and 8 are looked
+        // into until 8 defines the value.
+        assert_eq!(first_ref(surveyed(60), 1, &lines), Some(9));
+        // A survey that ended before its probe (the input did): every line is looked into.
+        assert_eq!(first_ref(surveyed(10), 1, &lines), Some(2));
     }
 
     /// Lines `{"step":k,"hist":[...]}` for each `k` in `steps`, the history holding `k`

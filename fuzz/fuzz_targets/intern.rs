@@ -20,8 +20,9 @@ fuzz_target!(|data: &[u8]| {
     // The writer, then the reader, on the same lines.
     let min = 2 + usize::from(knob & 0x3f);
     let window = if knob & 0x40 == 0 { 1 << 30 } else { 512 };
-    // Quiet stretches (lines looked into a frame in eight) after a few lines, or never.
-    let quiet = if knob & 0x80 == 0 { u64::MAX } else { 64 };
+    // Quiet stretches (lines looked into a frame in eight) after two frames (here, two
+    // lines), or never.
+    let quiet = if knob & 0x80 == 0 { u64::MAX } else { 2 };
     let mut w = InternWriter::new(Vec::new(), Writer::new(min, window).quiet_after(quiet));
     w.write_all(rest).unwrap();
     let packed = w.finish().unwrap();
