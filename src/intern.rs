@@ -1196,12 +1196,13 @@ impl Writer {
     }
 
     /// The survey is over: what it saw once is forgotten, what repeats is kept. One that
-    /// read its probe and found no repeat (it stopped there) has seen a quiet stretch
-    /// ([`QUIET`]): the writer begins on one.
+    /// read its probe and found no repeat has seen the frames of a quiet stretch
+    /// ([`QUIET`]), and its bytes count towards one: the writer begins there. (With small
+    /// frames a probe can be one long line, too few bytes to judge by.)
     pub fn surveyed(&mut self) {
         if self.repeated.is_empty() && self.survey_at >= self.probe() {
             self.quiet_from = 0;
-            self.quiet_bytes = u64::MAX;
+            self.quiet_bytes = self.survey_at;
         }
         self.note_index();
         self.survey_seen = Table::default();
@@ -2307,6 +2308,13 @@ mod tests {
         assert_eq!(first_ref(surveyed(60), 1, &lines), Some(9));
         // A survey that ended before its probe (the input did): every line is looked into.
         assert_eq!(first_ref(surveyed(10), 1, &lines), Some(2));
+        // Nor does a probe of fewer bytes than a quiet stretch holds by default (a small
+        // frame size): the writer judges for itself.
+        let mut w = Writer::new(DEFAULT_MIN, DEFAULT_WINDOW).near(near);
+        (0..60).for_each(|k| w.survey(format!(r#"{{"k":{}}}"#, big(&format!("u{k}."))).as_bytes()));
+        assert!(!w.survey_wants_more());
+        w.surveyed();
+        assert_eq!(first_ref(w, 1, &lines), Some(2));
     }
 
     /// Lines `{"step":k,"hist":[...]}` for each `k` in `steps`, the history holding `k`
