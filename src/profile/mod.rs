@@ -914,10 +914,15 @@ impl Chooser {
     pub fn new(choice: Choice, overrides: Overrides) -> Result<Chooser> {
         let mut fallback = Profile::none();
         overrides.apply(&mut fallback)?;
-        // A profile given is checked with them now; one `auto` chooses, when chosen.
-        if let Choice::Fixed(p) = &choice {
-            overrides.apply(&mut (**p).clone())?;
-        }
+        // A profile given takes them once, here, where a contradiction is an error; one
+        // `auto` chooses takes them when chosen.
+        let choice = match choice {
+            Choice::Fixed(mut p) => {
+                overrides.apply(&mut p)?;
+                Choice::Fixed(p)
+            }
+            Choice::Auto => Choice::Auto,
+        };
         let mut c = Chooser {
             choice,
             fallback: (!overrides.is_empty()).then_some(fallback),
@@ -935,7 +940,7 @@ impl Chooser {
         self.chosen = None;
         self.detector = None;
         match &self.choice {
-            Choice::Fixed(p) => self.chosen = Some(self.with_overrides((**p).clone())),
+            Choice::Fixed(p) => self.chosen = Some((**p).clone()),
             Choice::Auto => {
                 let d = detect::Detector::new(registry::all(), path);
                 self.chosen = d.early().cloned().map(|p| self.with_overrides(p));
@@ -946,10 +951,10 @@ impl Chooser {
         }
     }
 
+    /// A profile `auto` chose, with the overrides.
     fn with_overrides(&self, mut p: Profile) -> Profile {
-        // Checked in `new` for a profile given; one `auto` chose may not fit them. Its
-        // contradiction loses nothing (a frame whose successor never comes as a fact is
-        // kept whole), and is told of.
+        // It may not fit them. Its contradiction loses nothing (a frame whose successor
+        // never comes as a fact is kept whole), and is told of.
         if let Err(e) = self.overrides.apply(&mut p)
             && !self.told.replace(true)
         {
