@@ -1087,12 +1087,11 @@ impl Writer {
             }
         }
         let found = !refs.is_empty() || !defs.is_empty();
-        self.quiet_bytes = match found {
-            true => 0,
-            false => self.quiet_bytes.saturating_add(line.len() as u64 + 1),
-        };
         if found {
+            self.quiet_bytes = 0;
             self.quiet_from = self.frame.saturating_add(self.quiet_frames);
+        } else {
+            self.quiet_bytes = self.quiet_bytes.saturating_add(line.len() as u64 + 1);
         }
         self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
         self.note_index();
