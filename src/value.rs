@@ -73,6 +73,12 @@ impl Value {
         (p.canonical && p.i == text.len()).then_some(v)
     }
 
+    /// Whether [`Value::parse_canonical`] takes `text`, told without building the value: a
+    /// snapshot of 60 MB is checked in its own bytes, not in a tree of twice its size.
+    pub fn is_canonical(text: &[u8]) -> bool {
+        json::validate(text).is_ok() && canonical_end(text, 0, 0) == Some(text.len())
+    }
+
     /// The value as `JSON.stringify` writes it.
     pub fn to_json(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -247,6 +253,79 @@ impl KeyIndex {
 }
 
 /// Builds values from text `json::validate` has accepted.
+/// Where the canonical value at `b[i]` ends, in a text [`json::validate`] accepted; `None`
+/// for one spelled otherwise or nested deeper than [`MAX_DEPTH`], as [`Parser`] tells it.
+fn canonical_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    match *b.get(i)? {
+        b'{' => canonical_members(b, i + 1, depth),
+        b'[' => {
+            let mut i = i + 1;
+            if b.get(i) == Some(&b']') {
+                return Some(i + 1);
+            }
+            loop {
+                i = canonical_end(b, i, depth + 1)?;
+                match b.get(i)? {
+                    b',' => i += 1,
+                    b']' => return Some(i + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'"' => {
+            let end = json::string_end(b, i)?;
+            json::is_canonical_string(&b[i + 1..end - 1]).then_some(end)
+        }
+        b't' | b'n' => Some(i + 4),
+        b'f' => Some(i + 5),
+        _ => {
+            let end = json::number_end(b, i).ok()?;
+            json::is_canonical_number(&b[i..end]).then_some(end)
+        }
+    }
+}
+
+/// [`canonical_end`] of the members of an object, from just after its `{`. A key written
+/// twice is not canonical; a canonical key has one spelling, so its bytes are compared.
+fn canonical_members(b: &[u8], mut i: usize, depth: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+    loop {
+        let key_end = json::string_end(b, i)?;
+        let key = &b[i..key_end];
+        if !json::is_canonical_string(&key[1..key.len() - 1]) || b.get(key_end) != Some(&b':') {
+            return None;
+        }
+        let seen = match &mut index {
+            Some(set) => !set.insert(key),
+            None if keys.len() < SCAN_LIMIT => {
+                let seen = keys.contains(&key);
+                keys.push(key);
+                seen
+            }
+            None => {
+                let set = index.insert(keys.drain(..).collect());
+                !set.insert(key)
+            }
+        };
+        if seen {
+            return None;
+        }
+        i = canonical_end(b, key_end + 1, depth + 1)?;
+        match b.get(i)? {
+            b',' => i += 1,
+            b'}' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -473,12 +552,35 @@ mod tests {
         })
     }
 
+    /// What the random spellings do not reach: objects of many keys (a key met again among
+    /// them), and nesting at and past the limit.
+    #[test]
+    fn the_canonical_check_agrees_with_the_parse_on_wide_and_deep_values() {
+        let keys: Vec<String> = (0..40).map(|k| format!("\"k{k}\":{k}")).collect();
+        let wide = format!("{{{}}}", keys.join(","));
+        let again = format!("{{{},\"k3\":0}}", keys.join(","));
+        let early = format!("{{\"k3\":0,{}}}", keys.join(","));
+        for depth in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1] {
+            let deep = format!("{}{}", "[".repeat(depth + 1), "]".repeat(depth + 1));
+            assert_eq!(
+                Value::is_canonical(deep.as_bytes()),
+                Value::parse_canonical(deep.as_bytes()).is_some(),
+                "{depth}"
+            );
+        }
+        for (text, canonical) in [(wide, true), (again, false), (early, false)] {
+            assert_eq!(Value::is_canonical(text.as_bytes()), canonical, "{text}");
+            assert_eq!(Value::parse_canonical(text.as_bytes()).is_some(), canonical);
+        }
+    }
+
     proptest! {
         #[test]
         fn a_canonical_parse_accepts_exactly_what_writing_gives_back(text in spellings()) {
             let bytes = text.as_bytes();
             let round_trips = Value::parse(bytes).is_ok_and(|v| v.to_json() == bytes);
             prop_assert_eq!(Value::parse_canonical(bytes).is_some(), round_trips, "{}", text);
+            prop_assert_eq!(Value::is_canonical(bytes), round_trips, "{}", text);
             if let Some(v) = Value::parse_canonical(bytes) {
                 prop_assert_eq!(v.to_json(), bytes);
             }
