@@ -52,6 +52,11 @@ pub const DEFAULT_WINDOW: u64 = 1 << 30;
 /// and a hostile file could make a line of a few bytes stand for terabytes.
 pub const MAX_LINE: usize = 1 << 32;
 
+/// The bytes of a line an [`InternWriter`] gathers, when the line is one the writer may
+/// pass on as it comes ([`Writer::streaming`]: a snapshot row), before it does so: such a
+/// line is not looked into, and is never held whole.
+pub const STREAM_AT: usize = 8 << 20;
+
 /// The smallest array whose beginning is looked for in the last array at its path: each
 /// one is defined for the next, which costs its header even when nothing refers to it.
 const ARRAY_MIN: usize = 4096;
@@ -946,6 +951,9 @@ pub struct Writer {
     free: Vec<[u64; 2]>,
     /// Lines not looked into ([`Writer::passing`]).
     passed: Option<fn(&[u8]) -> bool>,
+    /// Lines passed on as they come once [`STREAM_AT`] bytes of them are gathered, told by
+    /// their beginning ([`Writer::streaming`]).
+    streams: Option<fn(&[u8]) -> bool>,
     /// The first frame from which only sampled frames are looked into, unless a line
     /// defines or refers to a value before ([`QUIET`] frames after the last that did).
     quiet_from: u64,
@@ -1046,6 +1054,7 @@ impl Writer {
             kids: Vec::new(),
             free: Vec::new(),
             passed: None,
+            streams: None,
             quiet_from: QUIET,
             quiet_bytes: 0,
             quiet_frames: QUIET,
@@ -1069,6 +1078,23 @@ impl Writer {
     pub fn passing(mut self, passed: fn(&[u8]) -> bool) -> Writer {
         self.passed = Some(passed);
         self
+    }
+
+    /// Lines that [`InternWriter`] passes on as they come, not looked into, once
+    /// [`STREAM_AT`] bytes of them are written without their end: `streams` is asked of
+    /// those bytes. Such a line costs no more memory than that, however long it is.
+    pub fn streaming(mut self, streams: fn(&[u8]) -> bool) -> Writer {
+        self.streams = Some(streams);
+        self
+    }
+
+    /// What [`Writer::line`] notes of a line of `len` bytes passed on as it came, which
+    /// defined and referred to nothing.
+    fn passed_on(&mut self, len: u64) {
+        self.last_defs.clear();
+        self.last_arrays.clear();
+        self.quiet_bytes = self.quiet_bytes.saturating_add(len + 1);
+        self.line_needs = u64::MAX;
     }
 
     /// Writes `line` (without its newline) to `out`, as an interned line when it repeats
@@ -1942,6 +1968,8 @@ pub struct InternWriter<W: Framed> {
     inner: W,
     writer: Writer,
     pending: Vec<u8>,
+    /// The bytes so far of a line being passed on as it comes ([`Writer::streaming`]).
+    streaming: Option<u64>,
 }
 
 impl<W: Framed> InternWriter<W> {
@@ -1950,6 +1978,7 @@ impl<W: Framed> InternWriter<W> {
             inner,
             writer,
             pending: Vec::new(),
+            streaming: None,
         }
     }
 
@@ -1975,7 +2004,9 @@ impl<W: Framed> InternWriter<W> {
     /// such a line when it is whole JSON (and leave a torn one as it is), so one that looks
     /// interned is wrapped then.
     pub fn finish(mut self) -> io::Result<W> {
-        if is_interned(&self.pending) && json::validate(&self.pending).is_ok() {
+        if let Some(len) = self.streaming {
+            self.writer.passed_on(len);
+        } else if is_interned(&self.pending) && json::validate(&self.pending).is_ok() {
             write_interned(&self.pending, &[], &[], &[], &mut self.inner)?;
         } else {
             self.inner.write_all(&self.pending)?;
@@ -2000,9 +2031,46 @@ impl<W: Framed> InternWriter<W> {
     }
 }
 
+impl<W: Framed> InternWriter<W> {
+    /// Passes on the part of a streamed line in `buf`, and its end if it is there, placing
+    /// the line then. Returns what follows it.
+    fn go_on_streaming<'b>(&mut self, buf: &'b [u8]) -> io::Result<&'b [u8]> {
+        let Some(len) = &mut self.streaming else {
+            return Ok(buf);
+        };
+        let Some(k) = memchr::memchr(b'\n', buf) else {
+            *len += buf.len() as u64;
+            self.inner.write_all(buf)?;
+            return Ok(&[]);
+        };
+        let len = *len + k as u64;
+        self.streaming = None;
+        self.inner.write_all(&buf[..=k])?;
+        self.writer.passed_on(len);
+        let frame = self.inner.last_line_frame();
+        let earliest = self.writer.placed(frame);
+        self.inner.needs(frame, earliest);
+        Ok(&buf[k + 1..])
+    }
+
+    /// Whether a line of which `pending` and then `rest` are written, without its end, is
+    /// to be passed on as it comes from now on.
+    fn streams(&self, rest: &[u8]) -> bool {
+        let Some(streams) = self.writer.streams else {
+            return false;
+        };
+        if self.pending.len() + rest.len() < STREAM_AT {
+            return false;
+        }
+        let mut head = self.pending[..self.pending.len().min(64)].to_vec();
+        head.extend_from_slice(&rest[..rest.len().min(64)]);
+        streams(&head)
+    }
+}
+
 impl<W: Framed> Write for InternWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
+        let mut rest = self.go_on_streaming(buf)?;
         while let Some(k) = memchr::memchr(b'\n', rest) {
             // The line is read where it lies: in `buf`, or in `pending` when it began in
             // an earlier write (the packers write a line and its newline apart).
@@ -2017,6 +2085,14 @@ impl<W: Framed> Write for InternWriter<W> {
                 written?;
             }
             rest = &rest[k + 1..];
+        }
+        if self.streams(rest) {
+            self.writer.frame = self.inner.next_frame();
+            self.streaming = Some((self.pending.len() + rest.len()) as u64);
+            self.inner.write_all(&self.pending)?;
+            self.pending = Vec::new();
+            self.inner.write_all(rest)?;
+            return Ok(buf.len());
         }
         // A line without its newline yet is gathered, however long it is: when memory runs
         // out for it, that is an error, not an abort.
@@ -2034,6 +2110,7 @@ impl<W: Framed> Write for InternWriter<W> {
         match bufs {
             [line, end]
                 if self.pending.is_empty()
+                    && self.streaming.is_none()
                     && **end == *b"\n"
                     && memchr::memchr(b'\n', line).is_none() =>
             {
@@ -2181,6 +2258,53 @@ mod tests {
 
     fn big(tag: &str) -> String {
         format!("\"{}\"", tag.repeat(300 / tag.len().max(1) + 1))
+    }
+
+    /// A line the writer streams (here one that begins `{"row"`) is passed on as it comes
+    /// once `STREAM_AT` bytes of it are written: never gathered whole, not looked into. The
+    /// lines around it are interned as ever: a value defined before it is referred to
+    /// after it, and a line written whole after it is not taken for its end.
+    #[test]
+    fn a_streamed_line_is_passed_on_as_it_comes() {
+        let v = big("abc");
+        let row = format!(r#"{{"row":[{v},"{}"]}}"#, "r".repeat(STREAM_AT));
+        let lines = [
+            format!(r#"{{"a":{v}}}"#),
+            format!(r#"{{"b":{v}}}"#),
+            row.clone(),
+            format!(r#"{{"c":{v}}}"#),
+        ];
+        let writer = Writer::new(256, 1 << 30)
+            .near(0)
+            .streaming(|l| l.starts_with(br#"{"row""#));
+        let mut w = InternWriter::new(Vec::new(), writer);
+        for l in &lines[..2] {
+            writeln!(w, "{l}").unwrap();
+        }
+        for piece in row.as_bytes().chunks(1 << 20) {
+            w.write_all(piece).unwrap();
+            assert!(
+                w.pending.capacity() <= STREAM_AT,
+                "{}",
+                w.pending.capacity()
+            );
+        }
+        assert!(w.streaming.is_some());
+        w.write_all(b"\n").unwrap();
+        crate::io::write_line(&mut w, lines[3].as_bytes(), true).unwrap();
+        let packed = w.finish().unwrap();
+        // Compared without printing them: they are 8 MiB.
+        assert!(unpack(&packed).unwrap() == joined(&lines));
+        let out: Vec<&[u8]> = packed.split(|&b| b == b'\n').collect();
+        assert!(
+            out[2] == row.as_bytes(),
+            "the row as it was, its value not a ref"
+        );
+        assert!(
+            is_interned(out[1]) && is_interned(out[3]),
+            "refs before and after it"
+        );
+        assert!(out[3].len() < lines[3].len());
     }
 
     #[test]

@@ -728,6 +728,7 @@ impl Interning {
         intern::Writer::new(self.min, self.window)
             .near(frame_size as u64)
             .passing(rows::starts_as_row)
+            .streaming(snapshots::is_row)
     }
 }
 
