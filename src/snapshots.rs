@@ -18,11 +18,10 @@
 
 use std::io::{self, Write};
 
-use crate::delta::apply::apply;
 use crate::delta::diff::{Ends, Limits, diff_text_with};
-use crate::delta::is_base;
 use crate::delta::spell::Spelled;
 use crate::delta::wire::{Decoder, Encoder as WireEncoder};
+use crate::delta::{Op, is_base};
 use crate::json;
 use crate::value::Value;
 
@@ -100,12 +99,10 @@ pub fn expand<E>(line: &[u8], f: &mut Visit<'_, E>) -> Result<(), ExpandError<E>
 /// rows whose ops never touch it).
 pub fn last_event(line: &[u8]) -> Result<Vec<u8>, String> {
     let row = Row::parse(line)?;
-    let value = row.replay(None)?;
-    let mut last = row.first.to_vec();
-    if !row.batches.is_empty() {
-        last.clear();
-        value.write_json(&mut last);
-        row.check_type(row.batches.len() - 1, &last)?;
+    let mut last = row.replay(None)?;
+    match row.batches.len() {
+        0 => last = row.first.to_vec(),
+        n => row.check_type(n - 1, &last)?,
     }
     if row.cr {
         last.push(b'\r');
@@ -197,34 +194,30 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// Applies each batch in turn to the first event's value, and returns the last value.
-    /// With `each`, calls it with each event's text (batch `k` makes event `k + 1`), kept
-    /// in step with the ops, until it says stop.
-    fn replay(&self, mut each: Option<&mut Each<'_>>) -> Result<Value, String> {
-        let mut value =
-            Some(Value::parse(self.first).map_err(|e| format!("its first event: {e}"))?);
-        let mut spelled = each.is_some().then(|| Spelled::of(value.as_ref()));
+    /// Applies each batch in turn to the first event's value, and returns the last one's
+    /// text. With `each`, calls it with each event's text (batch `k` makes event `k + 1`),
+    /// until it says stop. Only the text is held, never the value (see [`Spelled`]).
+    fn replay(&self, mut each: Option<&mut Each<'_>>) -> Result<Vec<u8>, String> {
+        let mut spelled =
+            Spelled::of_text(self.first).map_err(|e| format!("its first event: {e}"))?;
         let mut decoder = Decoder::default();
         for (k, batch) in self.batches.iter().enumerate() {
             let decoded = decoder.decode(batch).map_err(|(op, e)| match op {
                 Some(op) => format!("snapshot-deltas batch {k}, op {op}: {e}"),
                 None => format!("snapshot-deltas batch {k}: {e}"),
             })?;
-            let bad = |e| format!("snapshot-deltas batch {k}: {e}");
             for op in decoded {
-                match &mut spelled {
-                    Some(s) => s.apply(&mut value, op).map_err(bad)?,
-                    None => apply(&mut value, op).map_err(bad)?,
-                }
+                spelled
+                    .apply(op)
+                    .map_err(|e| format!("snapshot-deltas batch {k}: {e}"))?;
             }
-            if let (Some(each), Some(s)) = (&mut each, &spelled)
-                && !each(k, s.text())?
+            if let Some(each) = &mut each
+                && !each(k, spelled.text())?
             {
                 break;
             }
         }
-        // Ops never take the value away: only `r` sets the root, and to a value.
-        Ok(value.unwrap_or(Value::Null))
+        Ok(spelled.into_text())
     }
 
     /// Every event of a row has its first event's type, so that a reader looking for other
@@ -240,30 +233,50 @@ impl<'a> Row<'a> {
     }
 }
 
+/// The most bytes of a row held before it is written: a run whose first event and batches
+/// come to this many is written as it goes from then on, and the interning writer passes
+/// it on as it comes instead of gathering it ([`crate::intern::STREAM_AT`]). So a run of
+/// snapshots of 60 MB holds the last event's text, not the first's as well, nor the row.
+pub const HELD: usize = crate::intern::STREAM_AT;
+
 /// The open run: the row so far, and what the next event is diffed against.
 struct SnapshotRun {
     frame_type: String,
     key: Option<Vec<u8>>,
+    /// The raw `type` of its first event, which every event of a row has.
+    event_type: Option<Vec<u8>>,
     /// Whether its events end in `\r`: they are held without it, and all alike.
     cr: bool,
-    /// The first event's line (without its `\r`), written back alone if no other joins.
-    first: Vec<u8>,
-    /// `,[batch],[batch]...` without the leading comma for the first.
+    /// The first event's line (without its `\r`) from the second event on, until the row
+    /// is written. Alone, the first event is only `last`'s text.
+    first: Option<Vec<u8>>,
+    /// The batches not yet written: `,[batch],[batch]...`, without the leading comma for
+    /// the row's first batch.
     batches: Vec<u8>,
+    /// Whether the row's head (and the batches before `batches`) is written.
+    written: bool,
     count: usize,
     last: Last,
 }
 
 /// What the next event of a run is compared with.
 enum Last {
-    /// The last value, and what rebuilds it, as the unpacker will hold them.
+    /// The last event's text, and what rebuilds it, as the unpacker will hold them.
     Checked(Box<Checked>),
     /// Only the last event's bytes: batches are estimated (see [`SnapshotPacker::estimating`]).
     Bytes(Vec<u8>),
 }
 
+impl Last {
+    fn text(&self) -> &[u8] {
+        match self {
+            Last::Checked(c) => c.spelled.text(),
+            Last::Bytes(b) => b,
+        }
+    }
+}
+
 struct Checked {
-    value: Value,
     encoder: WireEncoder,
     /// Mirrors the unpacker's decoder, to check each batch before it is written.
     decoder: Decoder,
@@ -314,20 +327,19 @@ impl SnapshotPacker {
         let joins = self.run.as_ref().is_some_and(|r| {
             r.frame_type == frame_type && r.key == key && r.cr == cr && r.count < MAX_RUN
         });
-        if joins && self.join(line) {
+        if joins && self.join(line, out)? {
             return Ok(true);
         }
         self.finish(out)?;
         // A line that joins is rebuilt exactly, so it is spelled as sess spells values;
         // one that starts a run must be found so.
-        let Some(value) = Value::parse_canonical(line) else {
+        if !Value::is_canonical(line) {
             return Ok(false);
-        };
+        }
         let last = match self.estimating {
             true => Last::Bytes(line.to_vec()),
             false => Last::Checked(Box::new(Checked {
-                spelled: Spelled::of(Some(&value)),
-                value,
+                spelled: Spelled::of_canonical(line.to_vec()),
                 encoder: WireEncoder::default(),
                 decoder: Decoder::default(),
                 ends: Ends::default(),
@@ -336,9 +348,11 @@ impl SnapshotPacker {
         self.run = Some(SnapshotRun {
             frame_type,
             key,
+            event_type: json::field(line, "type").map(<[u8]>::to_vec),
             cr,
-            first: line.to_vec(),
+            first: None,
             batches: Vec::new(),
+            written: false,
             count: 1,
             last,
         });
@@ -347,63 +361,121 @@ impl SnapshotPacker {
 
     /// Adds the event to the open run if its batch rebuilds it (or, estimating, if its
     /// stand-in is taken).
-    fn join(&mut self, line: &[u8]) -> bool {
+    fn join<W: Write + ?Sized>(&mut self, line: &[u8], out: &mut W) -> io::Result<bool> {
         let run = self.run.as_mut().expect("joins only an open run");
-        if json::field(line, "type") != json::field(&run.first, "type") {
-            return false;
+        if json::field(line, "type") != run.event_type.as_deref() {
+            return Ok(false);
         }
         let batch = match &mut run.last {
-            Last::Checked(checked) => checked.batch(line),
-            Last::Bytes(last) => crate::delta::stand_in::batch(last, line),
-        };
-        let Some(batch) = batch else {
-            return false;
+            Last::Checked(checked) => {
+                let Some(found) = checked.diff(line) else {
+                    return Ok(false);
+                };
+                // Checking the batch carries the text on to this event: the first event's
+                // text is kept (or written) before.
+                run.keep_first(out)?;
+                let Last::Checked(checked) = &mut run.last else {
+                    unreachable!("still checked")
+                };
+                match checked.check(found, line) {
+                    Some(batch) => batch,
+                    None => return Ok(false),
+                }
+            }
+            Last::Bytes(last) => {
+                let Some(batch) = crate::delta::stand_in::batch(last, line) else {
+                    return Ok(false);
+                };
+                run.keep_first(out)?;
+                if let Last::Bytes(last) = &mut run.last {
+                    last.clear();
+                    last.extend_from_slice(line);
+                }
+                batch
+            }
         };
         if run.count > 1 {
             run.batches.push(b',');
         }
         run.batches.extend_from_slice(&batch);
         run.count += 1;
-        if let Last::Bytes(last) = &mut run.last {
-            last.clear();
-            last.extend_from_slice(line);
+        let held = run.first.as_ref().map_or(0, Vec::len) + run.batches.len();
+        if run.written || held >= HELD {
+            run.write_out(out)?;
         }
-        true
+        Ok(true)
     }
 
     /// Writes the open run: a row if it holds two events or more, else its event.
     pub fn finish<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
-        let Some(run) = self.run.take() else {
+        let Some(mut run) = self.run.take() else {
             return Ok(());
         };
-        if run.count == 1 {
-            out.write_all(&run.first)?;
+        if run.count == 1 && !run.written {
+            out.write_all(run.first.as_deref().unwrap_or(run.last.text()))?;
             if run.cr {
                 out.write_all(b"\r")?;
             }
-        } else {
-            out.write_all(PREFIX)?;
-            out.write_all(&run.first)?;
-            out.write_all(b",\"ops\":[")?;
-            out.write_all(&run.batches)?;
-            out.write_all(b"]")?;
-            if run.cr {
-                out.write_all(b",\"eol\":")?;
-                out.write_all(CRLF)?;
-            }
-            out.write_all(b"}")?;
-            self.rows += 1;
-            self.packed_events += run.count as u64;
+            return out.write_all(b"\n");
         }
-        out.write_all(b"\n")
+        // Freed before the row is written.
+        run.last = Last::Bytes(Vec::new());
+        run.write_out(out)?;
+        out.write_all(b"]")?;
+        if run.cr {
+            out.write_all(b",\"eol\":")?;
+            out.write_all(CRLF)?;
+        }
+        out.write_all(b"}\n")?;
+        self.rows += 1;
+        self.packed_events += run.count as u64;
+        Ok(())
     }
 }
 
+impl SnapshotRun {
+    /// Before the second event is checked (which carries `last` on to it): the first
+    /// event's text is kept apart, or, when it is as long as a row is held, its row's
+    /// head is written. Should the check then fail, that row holds the first event alone.
+    fn keep_first<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
+        if self.count > 1 {
+            return Ok(());
+        }
+        let text = self.last.text();
+        if text.len() < HELD {
+            self.first = Some(text.to_vec());
+            return Ok(());
+        }
+        write_head(text, out)?;
+        self.written = true;
+        Ok(())
+    }
+
+    /// Writes the row's head, if not written yet, and the batches held.
+    fn write_out<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
+        if !self.written {
+            write_head(self.first.as_deref().expect("a row's first event"), out)?;
+            self.first = None;
+            self.written = true;
+        }
+        out.write_all(&self.batches)?;
+        self.batches.clear();
+        Ok(())
+    }
+}
+
+/// A row up to its batches: `{"type":"snapshot-deltas","first":...,"ops":[`.
+fn write_head<W: Write + ?Sized>(first: &[u8], out: &mut W) -> io::Result<()> {
+    out.write_all(PREFIX)?;
+    out.write_all(first)?;
+    out.write_all(b",\"ops\":[")
+}
+
 impl Checked {
-    /// The batch that carries the last event to `line`, if it rebuilds its exact bytes.
-    /// The ops are found from the last event's text and this one, and applied to the last
-    /// value in place: if the check fails the run ends anyway.
-    fn batch(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+    /// The batch that carries the last event to `line`, as found from their texts, and
+    /// where values of `line` end; `None` if there is none, or one that replaces the
+    /// whole event. Changes nothing.
+    fn diff(&self, line: &[u8]) -> Option<(Vec<Op>, Ends)> {
         let mut ends = Ends::default();
         let ops = diff_text_with(
             self.spelled.text(),
@@ -412,21 +484,24 @@ impl Checked {
             &self.ends,
             &mut ends,
         )?;
-        if is_base(&ops) {
+        (!is_base(&ops)).then_some((ops, ends))
+    }
+
+    /// The wire batch of `ops` if, decoded as the unpacker decodes it and applied to the
+    /// last event's text, it rebuilds `line` byte for byte. The text is carried on: if the
+    /// check fails, the run cannot go on (the encoder and decoder have seen the batch).
+    fn check(&mut self, (ops, ends): (Vec<Op>, Ends), line: &[u8]) -> Option<Vec<u8>> {
+        let wire = self.encoder.encode(ops);
+        let spelled = &mut self.spelled;
+        let applied = self
+            .decoder
+            .decode(&wire)
+            .ok()
+            .is_some_and(|ops| ops.into_iter().try_for_each(|op| spelled.apply(op)).is_ok());
+        // The bytes are compared: what unpack writes is what is checked.
+        if !applied || spelled.text() != line {
             return None;
         }
-        let wire = self.encoder.encode(ops);
-        let mut rebuilt = Some(std::mem::replace(&mut self.value, Value::Null));
-        let spelled = &mut self.spelled;
-        let applied = self.decoder.decode(&wire).ok().is_some_and(|ops| {
-            ops.into_iter()
-                .try_for_each(|op| spelled.apply(&mut rebuilt, op))
-                .is_ok()
-        });
-        // The bytes are compared: what unpack writes is what is checked, and it is written
-        // as here, kept in step with the ops from the value unpack holds.
-        // The encoder and decoder have seen this batch: if it fails, the run cannot go on.
-        self.value = rebuilt.filter(|_| applied && spelled.text() == line)?;
         // The kept text is now this line, whose ends the diff found.
         self.ends = ends;
         Some(wire.to_json())
@@ -633,5 +708,53 @@ mod tests {
             .flat_map(|l| format!("{l}\n").into_bytes())
             .collect();
         assert_eq!(packed, original);
+    }
+
+    /// An update of `text` and `n`, as pi's old `message_update` carries its message.
+    fn update(text: &str, n: u32) -> String {
+        format!(r#"{{"type":"message_update","n":{n},"message":{{"text":"{text}"}}}}"#)
+    }
+
+    /// A run whose first event is as long as a row is held is written as it goes: its
+    /// head when the second event joins, each batch as it comes. The bytes are those of a
+    /// row held whole, and a check that fails after the head is out leaves a row of the
+    /// first event alone, which unpacks to it.
+    #[test]
+    fn a_run_of_long_snapshots_is_written_as_it_goes() {
+        let long = "x".repeat(HELD);
+        let lines = [
+            update(&long, 1),
+            update(&format!("{long}y"), 2),
+            update(&format!("{long}yz"), 3),
+        ];
+        let mut p = SnapshotPacker::default();
+        let mut out = Vec::new();
+        let group = || ("message_update".to_string(), None);
+        for (k, line) in lines.iter().enumerate() {
+            assert!(p.take(line.as_bytes(), group(), &mut out).unwrap());
+            // Nothing out for the first alone; from the second on, the row so far.
+            assert_eq!(out.is_empty(), k == 0, "after event {k}");
+        }
+        assert!(out.len() < lines[0].len() + 300, "{} bytes", out.len());
+        p.finish(&mut out).unwrap();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        assert_eq!(out, pack(&refs), "the same row as one held whole");
+        assert_eq!(unpack(&out), (refs.join("\n") + "\n").into_bytes());
+
+        // The second event is spelled otherwise than sess spells it (a space): its batch
+        // does not rebuild it, after the head is written.
+        let spaced = update(&format!("{long}y"), 2).replace(r#""n":2"#, r#""n": 2"#);
+        let mut p = SnapshotPacker::default();
+        let mut out = Vec::new();
+        assert!(p.take(lines[0].as_bytes(), group(), &mut out).unwrap());
+        assert!(!p.take(spaced.as_bytes(), group(), &mut out).unwrap());
+        out.extend_from_slice(spaced.as_bytes());
+        out.push(b'\n');
+        let first_alone = unpack(&out);
+        assert_eq!(
+            first_alone,
+            format!("{}\n{spaced}\n", lines[0]).into_bytes()
+        );
+        assert!(out.starts_with(PREFIX), "a row of one event");
     }
 }

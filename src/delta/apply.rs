@@ -59,6 +59,17 @@ pub fn edit(root: &mut Option<Value>, path: &[Seg], edit: Edit<'_>) -> Result<()
     at_parent(root, path, edit)
 }
 
+/// The depth checks [`apply`] makes of `op` before it changes anything, made alone: a text
+/// kept in step ([`super::spell`]) applies an op to the part of the value it changes, with
+/// a shorter path, and must refuse what the whole path is refused for.
+pub fn depth_ok(op: &Op) -> Result<(), OpError> {
+    check_depth(op)?;
+    if let Op::Set(path, v) = op {
+        nests(path.len() + v.depth())?;
+    }
+    Ok(())
+}
+
 /// Refuses a whole value or a splice's items that would nest deeper than [`MAX_DEPTH`]
 /// (a set is checked by [`edit`]).
 fn check_depth(op: &Op) -> Result<(), OpError> {

@@ -1,23 +1,27 @@
-//! A value's JSON text kept in step with the ops applied to it.
+//! A value's JSON text kept in step with the ops applied to it, without the value.
 //!
 //! A snapshot row rebuilds each event from the one before by a few ops, most of them an
 //! append of a token to a long string. Writing the whole value again after every batch
-//! costs the event's length in escaping work; here only the part an op changed is written:
-//! an append inserts its text before the string's closing quote, a set replaces the old
-//! value's text, any other op writes its target (or, for one that adds or removes a
-//! member, the container) again. The text stays exactly what [`Value::write_json`] writes
-//! for the value, which the tests check against the whole writer after every op.
+//! costs the event's length in escaping work, and holding the value costs twice the
+//! text's length in memory (its strings are UTF-16). So only the text is held, and an op
+//! changes only its part of it: an append inserts its text before the string's closing
+//! quote, a set of a value that is there replaces that value's text, elements added at the
+//! end of an array go before its bracket. Any other op is applied to the value of the
+//! least part of the text it changes (the container of what it adds or removes), parsed
+//! for it and written again. The text stays exactly what [`Value::write_json`] writes for
+//! the value, which the tests check against a value the ops are applied to.
 
 use std::ops::Range;
 
-use super::apply::{apply, names};
+use super::apply::{apply, depth_ok};
 use super::{Op, OpError, Path, Seg};
 use crate::json;
-use crate::value::{Value, write_string};
+use crate::value::{ParseError, Value, write_string};
 
 /// A value's text, as [`Value::write_json`] writes it, kept in step with the ops applied.
 #[derive(Debug, Default, Clone)]
 pub struct Spelled {
+    /// Empty for no value (before a first `r`).
     text: Vec<u8>,
     /// The text an op writes in place of what it changed.
     piece: Vec<u8>,
@@ -30,16 +34,6 @@ pub struct Spelled {
 /// How many places [`Spelled`] remembers.
 const REMEMBERED: usize = 32;
 
-/// What an op changes in the text, found before it is applied.
-enum Change {
-    /// `piece` goes in place of this range (it is the new text of what was there).
-    Put(Range<usize>),
-    /// This range holds the value at this path, which the op changes: written again after.
-    Rewrite(Range<usize>, Path),
-    /// The whole value is written again after.
-    Whole,
-}
-
 impl Spelled {
     /// The text of `value` (empty for none).
     pub fn of(value: Option<&Value>) -> Spelled {
@@ -48,29 +42,137 @@ impl Spelled {
         s
     }
 
+    /// The text of the value `text` spells: `text` itself when it is spelled as sess
+    /// writes it ([`Value::is_canonical`], told without building the value), else the
+    /// value parsed and written again.
+    pub fn of_text(text: &[u8]) -> Result<Spelled, ParseError> {
+        if Value::is_canonical(text) {
+            return Ok(Spelled::of_canonical(text.to_vec()));
+        }
+        Ok(Spelled::of(Some(&Value::parse(text)?)))
+    }
+
+    /// A text the caller found spelled as sess writes its value ([`Value::is_canonical`]).
+    pub fn of_canonical(text: Vec<u8>) -> Spelled {
+        debug_assert!(Value::is_canonical(&text));
+        Spelled {
+            text,
+            ..Spelled::default()
+        }
+    }
+
     /// The text, as [`Value::write_json`] writes the value.
     pub fn text(&self) -> &[u8] {
         &self.text
     }
 
-    /// Applies `op` to `value`, which this text spells, and brings the text along. An op
-    /// that fails changes neither (the tests check both after every failed op).
-    pub fn apply(&mut self, value: &mut Option<Value>, op: Op) -> Result<(), OpError> {
-        let change = self.change(&op, value.as_ref());
-        apply(value, op)?;
-        match change {
-            Change::Put(range) => self.put(range),
-            Change::Rewrite(range, path) => match value.as_ref().and_then(|v| get(v, &path)) {
-                Some(node) => {
-                    self.piece.clear();
-                    node.write_json(&mut self.piece);
-                    self.put(range);
-                }
-                None => self.respell(value.as_ref()),
-            },
-            Change::Whole => self.respell(value.as_ref()),
+    pub fn into_text(self) -> Vec<u8> {
+        self.text
+    }
+
+    /// Applies `op` to the value this text spells, as [`apply`] would, and brings the
+    /// text along. An op that fails changes nothing and fails with [`apply`]'s error.
+    pub fn apply(&mut self, op: Op) -> Result<(), OpError> {
+        depth_ok(&op)?;
+        match self.in_place(&op) {
+            Some(range) => {
+                self.put(range);
+                Ok(())
+            }
+            None => self.within(op),
         }
+    }
+
+    /// The range an op that is written straight into the text replaces, with `piece`,
+    /// what replaces it; `None` for an op applied to a value ([`Spelled::within`]).
+    fn in_place(&mut self, op: &Op) -> Option<Range<usize>> {
+        self.piece.clear();
+        match op {
+            // A low surrogate first could pair with a high one the string ends in, which
+            // is then no longer written as an escape.
+            Op::Append(path, s) if !path.is_empty() && !s.first().is_some_and(is_low) => {
+                let r = self.find(path)?;
+                if self.text[r.start] != b'"' {
+                    return None;
+                }
+                write_string(s, &mut self.piece);
+                self.piece.pop();
+                self.piece.remove(0);
+                Some(r.end - 1..r.end - 1)
+            }
+            Op::Set(path, v) if !path.is_empty() => {
+                let r = self.find(path)?;
+                v.write_json(&mut self.piece);
+                Some(r)
+            }
+            // Elements added at the end (a history that grows): written before the bracket.
+            Op::Splice(path, at, 0, items) => {
+                let r = self.find(path)?;
+                if self.text.get(r.start) != Some(&b'[') || !self.has_length(r.start, *at) {
+                    return None;
+                }
+                for (k, item) in items.iter().enumerate() {
+                    if k > 0 || *at > 0 {
+                        self.piece.push(b',');
+                    }
+                    item.write_json(&mut self.piece);
+                }
+                Some(r.end - 1..r.end - 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the array at `text[start]` has `n` elements.
+    fn has_length(&self, start: usize, n: u64) -> bool {
+        let Some(last) = n.checked_sub(1) else {
+            return self.text.get(start + 1) == Some(&b']');
+        };
+        let Ok(last) = usize::try_from(last) else {
+            return false;
+        };
+        element(&self.text, start, last, skipper(&self.text, &self.found))
+            .is_some_and(|r| self.text.get(r.end) == Some(&b']'))
+    }
+
+    /// Applies `op` to the value of the container it changes (the target itself for a
+    /// splice or a permutation), parsed from the text, and writes that value again. An op
+    /// whose container is the root, or is not there, is applied to the whole value; so is
+    /// one that fails, to fail with the error its whole path gives.
+    fn within(&mut self, op: Op) -> Result<(), OpError> {
+        let Some(path) = target(&op) else {
+            return self.whole(op);
+        };
+        let depth = match op {
+            Op::Splice(..) | Op::Permute(..) => path.len(),
+            _ => path.len().saturating_sub(1),
+        };
+        let Some(range) = (depth > 0).then(|| self.find(&path[..depth])).flatten() else {
+            return self.whole(op);
+        };
+        let mut part = Some(self.value_at(range.clone()));
+        if apply(&mut part, below(op.clone(), depth)).is_err() {
+            return self.whole(op);
+        }
+        self.piece.clear();
+        if let Some(v) = part {
+            v.write_json(&mut self.piece);
+        }
+        self.put(range);
         Ok(())
+    }
+
+    /// Applies `op` to the whole value, and writes it again.
+    fn whole(&mut self, op: Op) -> Result<(), OpError> {
+        let mut value = (!self.text.is_empty()).then(|| self.value_at(0..self.text.len()));
+        apply(&mut value, op)?;
+        self.respell(value.as_ref());
+        Ok(())
+    }
+
+    /// The value of a part of the text, which is spelled as sess writes values.
+    fn value_at(&self, range: Range<usize>) -> Value {
+        Value::parse_valid(&self.text[range]).expect("the text is written by write_json")
     }
 
     fn respell(&mut self, value: Option<&Value>) {
@@ -86,6 +188,12 @@ impl Spelled {
     /// the piece's range, and one inside it is forgotten.
     fn put(&mut self, range: Range<usize>) {
         let (start, end, len) = (range.start, range.end, self.piece.len());
+        // Room for an eighth more, not twice the text: a snapshot of 60 MB grows by a
+        // few bytes an event.
+        let grows = len.saturating_sub(end - start);
+        if self.text.len() + grows > self.text.capacity() {
+            self.text.reserve_exact(grows + self.text.len() / 8);
+        }
         self.text.splice(range, self.piece.iter().copied());
         let moved = |at: usize| at + len - (end - start);
         self.found.retain_mut(|(_, r)| {
@@ -132,104 +240,65 @@ impl Spelled {
         }
         Some(range)
     }
+}
 
-    /// Where `op` changes the text, told before it is applied.
-    fn change(&mut self, op: &Op, value: Option<&Value>) -> Change {
-        self.piece.clear();
-        match op {
-            // Elements added at the end (a history that grows): written before the bracket.
-            Op::Splice(path, at, 0, items)
-                if value
-                    .and_then(|v| get(v, path))
-                    .is_some_and(|v| matches!(v, Value::Array(x) if x.len() as u64 == *at)) =>
-            {
-                match self.find(path) {
-                    Some(r) if self.text[r.start] == b'[' => {
-                        for (k, item) in items.iter().enumerate() {
-                            if k > 0 || *at > 0 {
-                                self.piece.push(b',');
-                            }
-                            item.write_json(&mut self.piece);
-                        }
-                        Change::Put(r.end - 1..r.end - 1)
-                    }
-                    Some(r) => Change::Rewrite(r, path.clone()),
-                    None => Change::Whole,
-                }
-            }
-            Op::Append(path, s) => match self.find(path) {
-                // A low surrogate first could pair with a high one the string ends in, which
-                // is then no longer written as an escape.
-                Some(r) if self.text[r.start] == b'"' && !s.first().is_some_and(is_low) => {
-                    write_string(s, &mut self.piece);
-                    self.piece.pop();
-                    self.piece.remove(0);
-                    Change::Put(r.end - 1..r.end - 1)
-                }
-                Some(r) => Change::Rewrite(r, path.clone()),
-                None => Change::Whole,
-            },
-            Op::Set(path, v) => match self.find(path) {
-                Some(r) => {
-                    v.write_json(&mut self.piece);
-                    Change::Put(r)
-                }
-                None => self.rewrite_parent(path),
-            },
-            Op::Delete(path) => self.rewrite_parent(path),
-            Op::Truncate(path, _) | Op::Splice(path, ..) | Op::Permute(path, _) => {
-                match self.find(path) {
-                    Some(r) => Change::Rewrite(r, path.clone()),
-                    None => Change::Whole,
-                }
-            }
-            Op::Replace(_) => Change::Whole,
+/// The path an op changes, `None` for `r`.
+fn target(op: &Op) -> Option<&Path> {
+    match op {
+        Op::Replace(_) => None,
+        Op::Set(p, _)
+        | Op::Delete(p)
+        | Op::Append(p, _)
+        | Op::Truncate(p, _)
+        | Op::Splice(p, ..)
+        | Op::Permute(p, _) => Some(p),
+    }
+}
+
+/// The op, its path without its first `depth` segments: the same op, made on the value
+/// found there.
+fn below(mut op: Op, depth: usize) -> Op {
+    match &mut op {
+        Op::Replace(_) => {}
+        Op::Set(p, _)
+        | Op::Delete(p)
+        | Op::Append(p, _)
+        | Op::Truncate(p, _)
+        | Op::Splice(p, ..)
+        | Op::Permute(p, _) => {
+            p.drain(..depth);
         }
     }
-
-    /// An op that adds or removes a member: its container is written again.
-    fn rewrite_parent(&mut self, path: &[Seg]) -> Change {
-        let Some((_, parent)) = path.split_last() else {
-            return Change::Whole;
-        };
-        match self.find(parent) {
-            Some(r) => Change::Rewrite(r, parent.to_vec()),
-            None => Change::Whole,
-        }
-    }
+    op
 }
 
 fn is_low(unit: &u16) -> bool {
     (0xDC00..0xE000).contains(unit)
 }
 
-/// The value at `path`, walked as [`apply`] walks it: object members by key, array
-/// elements by index.
-fn get<'v>(mut v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
-    for seg in path {
-        v = match (v, seg) {
-            (Value::Object(members), _) => &members.iter().find(|(k, _)| names(k, seg))?.1,
-            (Value::Array(items), Seg::Index(i)) => items.get(usize::try_from(*i).ok()?)?,
-            _ => return None,
-        };
+/// How a walk passes a value: by its place in `found` when it is there, else by reading it.
+fn skipper<'t>(
+    text: &'t [u8],
+    found: &'t [(Path, Range<usize>)],
+) -> impl Fn(usize) -> Option<usize> + 't {
+    move |at| match found.iter().find(|(_, r)| r.start == at) {
+        Some((_, r)) => Some(r.end),
+        None => json::skip_value(text, at),
     }
-    Some(v)
 }
 
 /// The range of the value `seg` names in the container at `text[start]`, a value as
 /// [`Value::write_json`] writes it (no whitespace, each key once, spelled as the writer
-/// spells it), walked as [`get`] walks the value. A value passed by whose place is in
-/// `found` is not walked.
+/// spells it), walked as [`apply`] walks the value: object members by key (a number naming
+/// the key spelled in digits), array elements by index. A value passed by whose place is
+/// in `found` is not walked.
 fn locate(
     text: &[u8],
     start: usize,
     seg: &Seg,
     found: &[(Path, Range<usize>)],
 ) -> Option<Range<usize>> {
-    let skip = |at: usize| match found.iter().find(|(_, r)| r.start == at) {
-        Some((_, r)) => Some(r.end),
-        None => json::skip_value(text, at),
-    };
+    let skip = skipper(text, found);
     match (text.get(start)?, seg) {
         (b'{', _) => {
             let mut key = Vec::new();
@@ -300,27 +369,29 @@ mod tests {
         parse_path(&Value::parse(p.as_bytes()).unwrap()).unwrap()
     }
 
-    /// Applies `ops` both ways: kept in step, and written whole after each op (a failed op
-    /// changes neither). Returns how many ops applied.
+    /// Applies `ops` both ways: to the text, and to a value written whole after each op.
+    /// Both must give the same text, and fail alike. Returns how many ops applied.
     fn check(start: &str, ops: Vec<Op>) -> usize {
         let mut value = Some(Value::parse(start.as_bytes()).unwrap());
-        let mut spelled = Spelled::of(value.as_ref());
+        let mut spelled = Spelled::of_text(start.as_bytes()).unwrap();
         let mut applied = 0;
         for op in ops {
             let shown = format!("{op:?}");
             let before = spelled.text().to_vec();
-            let ok = spelled.apply(&mut value, op).is_ok();
+            let got = spelled.apply(op.clone());
+            let want = apply(&mut value, op);
+            assert_eq!(got, want, "{shown}");
             let whole = value.as_ref().map(Value::to_json).unwrap_or_default();
             assert_eq!(
                 String::from_utf8_lossy(spelled.text()),
                 String::from_utf8_lossy(&whole),
                 "after {shown} ({})",
-                if ok { "applied" } else { "failed" }
+                if want.is_ok() { "applied" } else { "failed" }
             );
-            if !ok {
+            if want.is_err() {
                 assert_eq!(spelled.text(), &before[..], "a failed {shown}");
             }
-            applied += usize::from(ok);
+            applied += usize::from(want.is_ok());
         }
         applied
     }
