@@ -33,6 +33,7 @@ use super::{LastLine, expand_to, is_one_event, newline_for, not_jsonl};
 use crate::error::{Error, Place};
 use crate::input::{self, Flow, Input, OpenOptions};
 use crate::io::{Ending, Line};
+use crate::snapshots;
 
 /// Bytes of lines a batch holds, unless one line is longer.
 const BATCH: usize = 128 << 10;
@@ -189,6 +190,13 @@ fn read(
                 order.drain()?;
                 return order.write_line(line.bytes, newline).map(|()| Flow::More);
             }
+            // So is a long snapshot row expanded here: on a helper it would be held copied
+            // into a batch, beside its last event's text, and each event copied into a piece.
+            if line.bytes.len() >= snapshots::HELD && snapshots::is_row(line.bytes) {
+                order.send(name, std::mem::take(&mut batch))?;
+                order.drain()?;
+                return order.expand_here(name, line, newline).map(|()| Flow::More);
+            }
             batch.bytes.extend_from_slice(line.bytes);
             batch.lines.push(Held {
                 end: batch.bytes.len(),
@@ -315,6 +323,24 @@ impl Order<'_> {
             self.write_oldest()?;
         }
         Ok(())
+    }
+
+    /// Expands a row read and writes its events, all batches before it written.
+    fn expand_here(&mut self, name: &str, line: &Line<'_>, newline: bool) -> Result<(), Fail> {
+        let out = &mut self.out;
+        let expanded = super::expand(name, line, newline, &mut Vec::new(), &mut |_, ev| {
+            out.write_all(ev.bytes).map_err(Fail::Write)?;
+            if ev.newline {
+                out.write_all(b"\n").map_err(Fail::Write)?;
+            }
+            Ok::<_, Fail>(Flow::More)
+        });
+        match expanded {
+            Ok(_) => Ok(()),
+            // What the row itself says is wrong with it.
+            Err(Fail::Read(e)) => Err(Fail::Row(e)),
+            Err(other) => Err(other),
+        }
     }
 
     /// Writes a line read, all batches before it written.
