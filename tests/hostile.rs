@@ -333,3 +333,50 @@ fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
     let (code, err) = run("2000000", "pack --threads 1", &bomb);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// A run of snapshots of 24 MB each (pi's old `message_update`, the message twice in each)
+/// packs and unpacks within the issue's bound: 64 MiB and twice the longest line. Holding
+/// the run's value as a tree (its strings in UTF-16), its first event apart and the row
+/// gathered whole took 150 MB here, and aborted under this limit (unpacking, 112 MB). Packed
+/// on one thread: two hold the line being read beside the one being packed.
+#[test]
+fn a_run_of_huge_snapshots_packs_and_unpacks_in_twice_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("huge.jsonl");
+    let mut text = "w".repeat(12_000_000);
+    let mut log = String::new();
+    for _ in 0..3 {
+        text.push_str("more");
+        let msg =
+            format!(r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}]}}"#);
+        log.push_str(&format!(
+            r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"more","partial":{msg}}},"message":{msg}}}"#
+        ));
+        log.push('\n');
+    }
+    std::fs::write(&input, &log).unwrap();
+    let longest = log.lines().map(str::len).max().unwrap();
+    let bound_kib = (64 << 20) / 1024 + 2 * longest / 1024;
+    let limit = format!("ulimit -d {bound_kib} && ");
+    let packed = dir.path().join("huge.zst");
+    let args = format!(
+        "pack --threads 1 -q {} -o {}",
+        input.display(),
+        packed.display()
+    );
+    common::stdout_ok(&mut assert_cmd::Command::from_std(common::sess_in_bash(
+        &limit, &args,
+    )));
+    // Two threads expand a long row on the reading one, as one thread does.
+    for threads in [1, 2] {
+        let args = format!("unpack --threads {threads} {}", packed.display());
+        let out = common::sess_in_bash(&limit, &args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{threads} threads: {err}");
+        assert!(out.stdout == log.as_bytes(), "not the same bytes back");
+    }
+    // As one row of the first event and two small batches, not three copies.
+    let rows = zstd::decode_all(std::fs::File::open(&packed).unwrap()).unwrap();
+    assert!(rows.starts_with(br#"{"type":"snapshot-deltas","first":"#));
+    assert!(rows.len() < longest + 1000, "{} bytes packed", rows.len());
+}
