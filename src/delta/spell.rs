@@ -29,6 +29,9 @@ pub struct Spelled {
     /// ops of a row name the same few paths batch after batch, and finding one walks the
     /// text before it.
     found: Vec<(Path, Range<usize>)>,
+    /// The last element a splice at the end of an array adds, and where it begins in
+    /// `piece`: remembered once the piece is in the text.
+    added: Option<(Path, usize)>,
 }
 
 /// How many places [`Spelled`] remembers.
@@ -76,7 +79,11 @@ impl Spelled {
         depth_ok(&op)?;
         match self.in_place(&op) {
             Some(range) => {
+                let at = range.start;
                 self.put(range);
+                if let Some((path, from)) = self.added.take() {
+                    self.remember(path, at + from..at + self.piece.len());
+                }
                 Ok(())
             }
             None => self.within(op),
@@ -100,23 +107,41 @@ impl Spelled {
                 self.piece.remove(0);
                 Some(r.end - 1..r.end - 1)
             }
+            // The string alone is read and written again (a rolling window of output).
+            Op::Truncate(path, n) if !path.is_empty() => {
+                let r = self.find(path)?;
+                if self.text[r.start] != b'"' {
+                    return None;
+                }
+                let (mut units, _) = json::decode_valid(&self.text[r.start + 1..r.end - 1])?;
+                let n = usize::try_from(*n).unwrap_or(usize::MAX).min(units.len());
+                units.drain(..n);
+                write_string(&units, &mut self.piece);
+                Some(r)
+            }
             Op::Set(path, v) if !path.is_empty() => {
                 let r = self.find(path)?;
                 v.write_json(&mut self.piece);
                 Some(r)
             }
             // Elements added at the end (a history that grows): written before the bracket.
-            Op::Splice(path, at, 0, items) => {
+            Op::Splice(path, at, 0, items) if !items.is_empty() => {
                 let r = self.find(path)?;
-                if self.text.get(r.start) != Some(&b'[') || !self.has_length(r.start, *at) {
+                if self.text.get(r.start) != Some(&b'[') || !self.has_length(path, r.start, *at) {
                     return None;
                 }
+                let mut last = 0;
                 for (k, item) in items.iter().enumerate() {
                     if k > 0 || *at > 0 {
                         self.piece.push(b',');
                     }
+                    last = self.piece.len();
                     item.write_json(&mut self.piece);
                 }
+                // Where the array now ends, for the next splice there to find at once.
+                let mut end = path.clone();
+                end.push(Seg::Index(at + items.len() as u64 - 1));
+                self.added = Some((end, last));
                 Some(r.end - 1..r.end - 1)
             }
             _ => None,
@@ -124,14 +149,15 @@ impl Spelled {
     }
 
     /// Whether the array at `text[start]` has `n` elements.
-    fn has_length(&self, start: usize, n: u64) -> bool {
+    /// Whether the array at `text[start]`, at `path`, has `n` elements: whether its
+    /// element `n - 1` is its last, found where the last splice put it, or walked to.
+    fn has_length(&mut self, path: &[Seg], start: usize, n: u64) -> bool {
         let Some(last) = n.checked_sub(1) else {
             return self.text.get(start + 1) == Some(&b']');
         };
-        let Ok(last) = usize::try_from(last) else {
-            return false;
-        };
-        element(&self.text, start, last, skipper(&self.text, &self.found))
+        let mut at = path.to_vec();
+        at.push(Seg::Index(last));
+        self.find(&at)
             .is_some_and(|r| self.text.get(r.end) == Some(&b']'))
     }
 
@@ -233,12 +259,17 @@ impl Spelled {
         }
         for d in depth..path.len() {
             range = locate(&self.text, range.start, &path[d], &self.found)?;
-            if self.found.len() == REMEMBERED {
-                self.found.remove(0);
-            }
-            self.found.push((path[..=d].to_vec(), range.clone()));
+            self.remember(path[..=d].to_vec(), range.clone());
         }
         Some(range)
+    }
+
+    /// Remembers where the value at `path` is, forgetting the least recently used place.
+    fn remember(&mut self, path: Path, range: Range<usize>) {
+        if self.found.len() == REMEMBERED {
+            self.found.remove(0);
+        }
+        self.found.push((path, range));
     }
 }
 
@@ -424,6 +455,37 @@ mod tests {
             ],
         );
         assert_eq!(applied, 8);
+    }
+
+    /// A history that grows by splices at its end: each finds the end where the last put
+    /// it, and a change that moves elements (a delete, a splice before the end) leaves no
+    /// stale place behind.
+    #[test]
+    fn splices_at_the_end_of_an_array_follow_one_another() {
+        let grow = |at: u64| {
+            Op::Splice(
+                path(r#"["h"]"#),
+                at,
+                0,
+                vec![Value::string("m"), Value::Null],
+            )
+        };
+        let ops = vec![
+            grow(1),
+            grow(3),
+            Op::Set(path(r#"["h",4]"#), Value::string("n")),
+            grow(5),
+            Op::Delete(path(r#"["h",0]"#)),
+            grow(7),
+            grow(6),
+            Op::Splice(path(r#"["h"]"#), 1, 0, vec![Value::Bool(true)]),
+            grow(8),
+            grow(9),
+            Op::Truncate(path(r#"["h",0]"#), 1),
+            grow(11),
+        ];
+        // A splice past the end (grow(7) of six) clamps, as JavaScript's does.
+        assert_eq!(check(r#"{"h":["a"],"z":1}"#, ops), 12);
     }
 
     #[test]
