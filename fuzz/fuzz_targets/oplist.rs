@@ -1,12 +1,14 @@
 //! The wire decoder and the applier on arbitrary op lists: no panic, every rejection an
 //! error. And for every batch that decodes, encoding it again and decoding that with a
 //! fresh stream gives the same ops; the text kept in step with the ops applied
-//! ([`Spelled`]) is the value written whole after each one; and whenever a record is read
+//! ([`Spelled`], which holds no value) is the value written whole after each one, and fails
+//! as applying the op to the value does; and whenever a record is read
 //! from its bytes ([`raw`]), it is what the general path reads, batch after batch, and
 //! applying it as read gives the value and the error the general replay gives.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use sess::delta::apply::apply;
 use sess::delta::oplist::{Ops, Replay, parse_record};
 use sess::delta::raw;
 use sess::delta::spell::Spelled;
@@ -41,10 +43,12 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again.as_ref().ok(), Some(&ops));
         for op in ops {
             let before = spelled.text().to_vec();
-            let ok = spelled.apply(&mut value, op).is_ok();
+            let got = spelled.apply(op.clone());
+            let want = apply(&mut value, op);
+            assert_eq!(got, want, "the text's op fails as the value's does");
             let whole = value.as_ref().map(Value::to_json).unwrap_or_default();
             assert_eq!(spelled.text(), &whole[..], "the text kept in step");
-            if !ok {
+            if want.is_err() {
                 assert_eq!(spelled.text(), &before[..], "a failed op changed the text");
             }
         }
