@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Memory of a run of giant snapshot frames: pi's old message_update, each carrying the
+# whole message twice (as `partial` and `message`), four of them of about 117 MB. The
+# bound (issue 12) is 64 MiB + the window's index + 2x the longest line. Peak memory of
+# pack and unpack, with the default threads and with one, and the round trip.
+#   bash bench/giant.sh        (TEXT=30000000 for frames of about 60 MB)
+source "$(dirname "$0")/lib.sh"
+TEXT=${TEXT:-58000000}
+build
+log=$OUT/giant-$TEXT.jsonl
+if [ ! -s "$log" ]; then
+  echo "generating $log" >&2
+  text=$(head -c "$TEXT" /dev/zero | tr '\0' w)
+  for k in 1 2 3 4; do
+    text="${text}more$k "
+    msg="{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"$text\"}]}"
+    printf '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"more%d ","partial":%s},"message":%s}\n' "$k" "$msg" "$msg"
+  done >"$log"
+  unset text msg
+fi
+bytes=$(stat -c %s "$log")
+longest=$(longest_line "$log")
+echo "== $bytes bytes, longest line $longest bytes"
+printf '  memory bound %.1f MiB (64 MiB + 2 x %d bytes; no values interned)\n' \
+  "$(echo "64 + 2 * $longest / 1048576" | bc -l)" "$longest"
+for threads in default 1; do
+  flag=()
+  [ "$threads" = 1 ] && flag=(--threads 1)
+  measure "sess pack (threads: $threads)" "$bytes" "$SESS" pack --quiet "${flag[@]}" "$log"
+  cp "$LAST_OUTPUT" "$OUT/giant.sess.zst"
+  measure "sess unpack (threads: $threads)" "$bytes" "$SESS" unpack --quiet "${flag[@]}" "$OUT/giant.sess.zst"
+  cmp -s "$LAST_OUTPUT" "$log" && echo "  byte-exact" || echo "  MISMATCH"
+done
+echo "  packed size $(stat -c %s "$OUT/giant.sess.zst")"
