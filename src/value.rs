@@ -252,7 +252,6 @@ impl KeyIndex {
     }
 }
 
-/// Builds values from text `json::validate` has accepted.
 /// Where the canonical value at `b[i]` ends, in a text [`json::validate`] accepted; `None`
 /// for one spelled otherwise or nested deeper than [`MAX_DEPTH`], as [`Parser`] tells it.
 fn canonical_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
@@ -297,6 +296,10 @@ fn canonical_members(b: &[u8], mut i: usize, depth: usize) -> Option<usize> {
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut index: Option<std::collections::HashSet<&[u8]>> = None;
     loop {
+        // A key, not whitespace before one (which `string_end` would read as its quote).
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
         let key_end = json::string_end(b, i)?;
         let key = &b[i..key_end];
         if !json::is_canonical_string(&key[1..key.len() - 1]) || b.get(key_end) != Some(&b':') {
@@ -326,6 +329,7 @@ fn canonical_members(b: &[u8], mut i: usize, depth: usize) -> Option<usize> {
     }
 }
 
+/// Builds values from text `json::validate` has accepted.
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -538,13 +542,18 @@ mod tests {
                     format!("[{}]", parts.join(","))
                 }),
                 prop::collection::vec(
-                    (prop::sample::select(vec!["a", "b", "\\u0061"]), ws, inner),
+                    (
+                        prop::sample::select(vec!["a", "b", "\\u0061", ":0,a"]),
+                        ws.clone(),
+                        ws,
+                        inner
+                    ),
                     0..4
                 )
                 .prop_map(|members| {
                     let parts: Vec<String> = members
                         .into_iter()
-                        .map(|(k, w, v)| format!("\"{k}\"{w}:{v}"))
+                        .map(|(k, before, w, v)| format!("{before}\"{k}\"{w}:{v}"))
                         .collect();
                     format!("{{{}}}", parts.join(","))
                 }),
@@ -568,7 +577,15 @@ mod tests {
                 "{depth}"
             );
         }
-        for (text, canonical) in [(wide, true), (again, false), (early, false)] {
+        // Whitespace before a key whose text would read as the rest of an object.
+        let spaced = |t: &str| (t.to_string(), false);
+        for (text, canonical) in [
+            (wide, true),
+            (again, false),
+            (early, false),
+            spaced(r#"{ ":0,x":1}"#),
+            spaced(r#"{"a":1, ":0,b":2}"#),
+        ] {
             assert_eq!(Value::is_canonical(text.as_bytes()), canonical, "{text}");
             assert_eq!(Value::parse_canonical(text.as_bytes()).is_some(), canonical);
         }

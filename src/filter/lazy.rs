@@ -47,7 +47,7 @@ pub fn kind_of_row<'r>(profile: &Profile, row: &'r [u8]) -> Option<(String, &'r 
     let plain = snapshots::op_paths(row, &mut |path| {
         touched = touched || path.is_none_or(|p| reads.iter().any(|(f, u)| touches(p, f, *u)));
     });
-    let canonical = || Value::parse_canonical(first).is_some();
+    let canonical = || Value::is_canonical(first);
     (plain && !touched && canonical()).then_some((kind, first))
 }
 
