@@ -37,6 +37,9 @@ pub struct Spelled {
 /// How many places [`Spelled`] remembers.
 const REMEMBERED: usize = 32;
 
+/// The most room the piece keeps from one op to the next.
+const PIECE_KEPT: usize = 1 << 20;
+
 impl Spelled {
     /// The text of `value` (empty for none).
     pub fn of(value: Option<&Value>) -> Spelled {
@@ -79,10 +82,10 @@ impl Spelled {
         depth_ok(&op)?;
         match self.in_place(&op) {
             Some(range) => {
-                let at = range.start;
+                let (at, len) = (range.start, self.piece.len());
                 self.put(range);
                 if let Some((path, from)) = self.added.take() {
-                    self.remember(path, at + from..at + self.piece.len());
+                    self.remember(path, at + from..at + len);
                 }
                 Ok(())
             }
@@ -114,15 +117,55 @@ impl Spelled {
                     return None;
                 }
                 let (mut units, _) = json::decode_valid(&self.text[r.start + 1..r.end - 1])?;
-                let n = usize::try_from(*n).unwrap_or(usize::MAX).min(units.len());
+                // As `apply` counts it.
+                let n = (*n as usize).min(units.len());
                 units.drain(..n);
                 write_string(&units, &mut self.piece);
                 Some(r)
             }
-            Op::Set(path, v) if !path.is_empty() => {
-                let r = self.find(path)?;
-                v.write_json(&mut self.piece);
-                Some(r)
+            Op::Set(path, v) if !path.is_empty() => match self.find(path) {
+                Some(r) => {
+                    v.write_json(&mut self.piece);
+                    Some(r)
+                }
+                // A member added to an object: written last, as `apply` pushes it.
+                None => {
+                    let (last, parent) = path.split_last()?;
+                    let r = self.find(parent)?;
+                    if self.text[r.start] != b'{' {
+                        return None;
+                    }
+                    if r.len() > 2 {
+                        self.piece.push(b',');
+                    }
+                    write_key(last, &mut self.piece);
+                    self.piece.push(b':');
+                    v.write_json(&mut self.piece);
+                    Some(r.end - 1..r.end - 1)
+                }
+            },
+            // A member of an object taken out, with a comma; one that is not there is
+            // deleted already.
+            Op::Delete(path) if !path.is_empty() => {
+                let (last, parent) = path.split_last()?;
+                let r = self.find(parent)?;
+                if self.text[r.start] != b'{' {
+                    return None;
+                }
+                let Some(v) = self.find(path) else {
+                    return Some(r.start..r.start);
+                };
+                write_key(last, &mut self.piece);
+                let key = v.start.checked_sub(self.piece.len() + 1)?;
+                if self.text[key..v.start - 1] != self.piece[..] {
+                    return None;
+                }
+                self.piece.clear();
+                Some(match (self.text[key - 1], self.text[v.end]) {
+                    (_, b',') => key..v.end + 1,
+                    (b',', _) => key - 1..v.end,
+                    _ => key..v.end,
+                })
             }
             // Elements added at the end (a history that grows): written before the bracket.
             Op::Splice(path, at, 0, items) if !items.is_empty() => {
@@ -148,7 +191,6 @@ impl Spelled {
         }
     }
 
-    /// Whether the array at `text[start]` has `n` elements.
     /// Whether the array at `text[start]`, at `path`, has `n` elements: whether its
     /// element `n - 1` is its last, found where the last splice put it, or walked to.
     fn has_length(&mut self, path: &[Seg], start: usize, n: u64) -> bool {
@@ -221,6 +263,10 @@ impl Spelled {
             self.text.reserve_exact(grows + self.text.len() / 8);
         }
         self.text.splice(range, self.piece.iter().copied());
+        // A piece as long as a whole snapshot is not kept for the next few bytes.
+        if self.piece.capacity() > PIECE_KEPT {
+            self.piece = Vec::new();
+        }
         let moved = |at: usize| at + len - (end - start);
         self.found.retain_mut(|(_, r)| {
             if (r.start, r.end) == (start, end) {
@@ -270,6 +316,14 @@ impl Spelled {
             self.found.remove(0);
         }
         self.found.push((path, range));
+    }
+}
+
+/// The key `seg` names in an object, as written (a number names the key of its digits).
+fn write_key(seg: &Seg, out: &mut Vec<u8>) {
+    match seg {
+        Seg::Key(k) => write_string(k, out),
+        Seg::Index(i) => out.extend_from_slice(format!("\"{i}\"").as_bytes()),
     }
 }
 
@@ -333,10 +387,7 @@ fn locate(
     match (text.get(start)?, seg) {
         (b'{', _) => {
             let mut key = Vec::new();
-            match seg {
-                Seg::Key(k) => write_string(k, &mut key),
-                Seg::Index(i) => key.extend_from_slice(format!("\"{i}\"").as_bytes()),
-            }
+            write_key(seg, &mut key);
             member(text, start, &key, skip)
         }
         (b'[', Seg::Index(i)) => element(text, start, usize::try_from(*i).ok()?, skip),
@@ -486,6 +537,15 @@ mod tests {
         ];
         // A splice past the end (grow(7) of six) clamps, as JavaScript's does.
         assert_eq!(check(r#"{"h":["a"],"z":1}"#, ops), 12);
+        // An element longer than the piece keeps: its place is where it was put.
+        let long = Value::string(&"l".repeat(PIECE_KEPT + 10));
+        let ops = vec![
+            Op::Splice(path(r#"["h"]"#), 1, 0, vec![long]),
+            Op::Truncate(path(r#"["h",1]"#), 3),
+            Op::Append(path(r#"["h",1]"#), units("end")),
+            grow(2),
+        ];
+        assert_eq!(check(r#"{"h":["a"],"z":1}"#, ops), 4);
     }
 
     #[test]
