@@ -2290,8 +2290,9 @@ mod tests {
             );
         }
         assert!(w.streaming.is_some());
-        w.write_all(b"\n").unwrap();
-        crate::io::write_line(&mut w, lines[3].as_bytes(), true).unwrap();
+        // Its end, and a whole line after it, in one write.
+        w.write_all(format!("\n{}\n", lines[3]).as_bytes()).unwrap();
+        assert!(w.streaming.is_none());
         let packed = w.finish().unwrap();
         // Compared without printing them: they are 8 MiB.
         assert!(unpack(&packed).unwrap() == joined(&lines));

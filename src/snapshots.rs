@@ -757,4 +757,42 @@ mod tests {
         );
         assert!(out.starts_with(PREFIX), "a row of one event");
     }
+
+    /// A run whose first event is short but whose batches come to `HELD` is written from
+    /// then on as it goes, and so is one whose events end in `\r`: one row each, whose
+    /// head is the first event as it was, and which unpacks to the events.
+    #[test]
+    fn a_run_whose_batches_grow_long_is_written_from_then_on() {
+        let piece = "p".repeat(1 << 20);
+        for eol in ["", "\r"] {
+            let mut text = String::new();
+            let mut lines = Vec::new();
+            for n in 0..10 {
+                lines.push(format!("{}{eol}", update(&text, n)));
+                text.push_str(&piece);
+            }
+            let mut p = SnapshotPacker::default();
+            let mut out = Vec::new();
+            for line in &lines {
+                let group = ("message_update".to_string(), None);
+                assert!(p.take(line.as_bytes(), group, &mut out).unwrap());
+            }
+            assert!(
+                out.len() > HELD,
+                "{} bytes written before the run ended",
+                out.len()
+            );
+            p.finish(&mut out).unwrap();
+            assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1, "one row");
+            let head = format!(
+                "{}{},\"ops\":[",
+                std::str::from_utf8(PREFIX).unwrap(),
+                update("", 0)
+            );
+            assert!(out.starts_with(head.as_bytes()));
+            assert_eq!(out.ends_with(b"\"eol\":\"\\r\\n\"}\n"), eol == "\r");
+            assert!(unpack(&out) == (lines.join("\n") + "\n").into_bytes());
+            assert_eq!((p.rows, p.packed_events), (1, 10));
+        }
+    }
 }

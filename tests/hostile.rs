@@ -337,8 +337,9 @@ fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
 /// A run of snapshots of 24 MB each (pi's old `message_update`, the message twice in each)
 /// packs and unpacks within the bound: 64 MiB and twice the longest line. Holding
 /// the run's value as a tree (its strings in UTF-16), its first event apart and the row
-/// gathered whole took 150 MB here, and aborted under this limit (unpacking, 112 MB). Packed
-/// on one thread: two hold the line being read beside the one being packed.
+/// gathered whole took 150 MB of memory here packing and 112 MB unpacking on one thread,
+/// and both aborted under this limit (and under 130 MB), as two threads unpacking did.
+/// Packed on one thread: two hold the line being read beside the one being packed.
 #[test]
 fn a_run_of_huge_snapshots_packs_and_unpacks_in_twice_the_line() {
     let dir = tempfile::tempdir().unwrap();
