@@ -116,12 +116,16 @@ impl Spelled {
                 if self.text[r.start] != b'"' {
                     return None;
                 }
-                let (mut units, _) = json::decode_valid(&self.text[r.start + 1..r.end - 1])?;
-                // As `apply` counts it.
-                let n = (*n as usize).min(units.len());
-                units.drain(..n);
-                write_string(&units, &mut self.piece);
-                Some(r)
+                // The code units dropped are counted in the text: a string is not decoded
+                // (twice its bytes in UTF-16) to keep its end. As `apply` counts them.
+                let at = front_dropped(&self.text[r.start + 1..r.end - 1], *n as usize);
+                let (from, low) = at?;
+                // Half of a pair dropped: the other half is alone, and so escaped.
+                if let Some(unit) = low {
+                    self.piece
+                        .extend_from_slice(format!("\\u{unit:04x}").as_bytes());
+                }
+                Some(r.start + 1..r.start + 1 + from)
             }
             Op::Set(path, v) if !path.is_empty() => match self.find(path) {
                 Some(r) => {
@@ -317,6 +321,41 @@ impl Spelled {
         }
         self.found.push((path, range));
     }
+}
+
+/// Where the text of a string (its inside, as sess writes strings) goes on once its first
+/// `n` UTF-16 code units are dropped, and the low surrogate left alone when the last unit
+/// dropped is the high half of a pair (written raw, as one character of four bytes).
+/// `None` for text not spelled so.
+fn front_dropped(inner: &[u8], n: usize) -> Option<(usize, Option<u16>)> {
+    let (mut i, mut units) = (0, 0);
+    while units < n && i < inner.len() {
+        let width = match inner[i] {
+            b'\\' if inner.get(i + 1) == Some(&b'u') => 6,
+            b'\\' => 2,
+            c if c < 0x80 => 1,
+            c if c >= 0xF0 => 4,
+            c if c >= 0xE0 => 3,
+            _ => 2,
+        };
+        let char_end = i + width;
+        if width == 4 {
+            let c = std::str::from_utf8(inner.get(i..char_end)?)
+                .ok()?
+                .chars()
+                .next()?;
+            let mut pair = [0u16; 2];
+            c.encode_utf16(&mut pair);
+            if n - units == 1 {
+                return Some((char_end, Some(pair[1])));
+            }
+            units += 2;
+        } else {
+            units += 1;
+        }
+        i = char_end;
+    }
+    Some((i.min(inner.len()), None))
 }
 
 /// The key `seg` names in an object, as written (a number names the key of its digits).
