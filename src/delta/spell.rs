@@ -5,10 +5,11 @@
 //! costs the event's length in escaping work, and holding the value costs twice the
 //! text's length in memory (its strings are UTF-16). So only the text is held, and an op
 //! changes only its part of it: an append inserts its text before the string's closing
-//! quote, a set of a value that is there replaces that value's text, elements added at the
-//! end of an array go before its bracket. Any other op is applied to the value of the
-//! least part of the text it changes (the container of what it adds or removes), parsed
-//! for it and written again. The text stays exactly what [`Value::write_json`] writes for
+//! quote, a set of a value that is there replaces that value's text, a member added to an
+//! object goes before its brace and one deleted is cut out, a truncate cuts the front of
+//! its string (counting code units in the text), elements added at the end of an array go
+//! before its bracket. Any other op is applied to the value of the least part of the text
+//! it changes (the container of what it adds or removes), parsed for it and written again. The text stays exactly what [`Value::write_json`] writes for
 //! the value, which the tests check against a value the ops are applied to.
 
 use std::ops::Range;
@@ -110,7 +111,7 @@ impl Spelled {
                 self.piece.remove(0);
                 Some(r.end - 1..r.end - 1)
             }
-            // The string alone is read and written again (a rolling window of output).
+            // The front of the string cut (a rolling window of output).
             Op::Truncate(path, n) if !path.is_empty() => {
                 let r = self.find(path)?;
                 if self.text[r.start] != b'"' {
@@ -136,7 +137,7 @@ impl Spelled {
                 None => {
                     let (last, parent) = path.split_last()?;
                     let r = self.find(parent)?;
-                    if self.text[r.start] != b'{' {
+                    if self.text.get(r.start) != Some(&b'{') {
                         return None;
                     }
                     if r.len() > 2 {
@@ -153,7 +154,7 @@ impl Spelled {
             Op::Delete(path) if !path.is_empty() => {
                 let (last, parent) = path.split_last()?;
                 let r = self.find(parent)?;
-                if self.text[r.start] != b'{' {
+                if self.text.get(r.start) != Some(&b'{') {
                     return None;
                 }
                 let Some(v) = self.find(path) else {
@@ -593,6 +594,24 @@ mod tests {
         ops.push(Op::Append(path(r#"["s"]"#), vec![0xDD80, 0xD800]));
         ops.push(Op::Append(path(r#"["s"]"#), units("x")));
         assert_eq!(check(r#"{"s":"a"}"#, ops), 3);
+    }
+
+    /// Before a first `r` there is no value: every other op fails as `apply` fails it.
+    #[test]
+    fn ops_before_a_value_fail_as_applied() {
+        for op in [
+            Op::Set(path(r#"["a"]"#), Value::Null),
+            Op::Delete(path(r#"["a"]"#)),
+            Op::Append(path(r#"["a"]"#), units("x")),
+            Op::Truncate(path(r#"["a"]"#), 1),
+            Op::Splice(vec![], 0, 0, vec![Value::Null]),
+        ] {
+            let mut spelled = Spelled::of(None);
+            let want = apply(&mut None, op.clone());
+            assert!(want.is_err());
+            assert_eq!(spelled.apply(op), want);
+            assert!(spelled.text().is_empty());
+        }
     }
 
     #[test]
