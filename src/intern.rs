@@ -54,7 +54,7 @@ pub const MAX_LINE: usize = 1 << 32;
 
 /// The bytes of a line an [`InternWriter`] gathers, when the line is one the writer may
 /// pass on as it comes ([`Writer::streaming`]: a snapshot row), before it does so: such a
-/// line is not looked into, and is never held whole.
+/// line is not looked into, and this writer never holds it whole.
 pub const STREAM_AT: usize = 8 << 20;
 
 /// The smallest array whose beginning is looked for in the last array at its path: each
