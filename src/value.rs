@@ -51,30 +51,27 @@ impl Value {
     /// Parses one JSON text (surrounding whitespace allowed), strictly.
     pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
         json::validate(text)?;
-        let mut p = Parser::new(text, false);
-        let v = p.value(0)?;
-        Ok(v)
+        Parser::new(text).value(0)
     }
 
     /// [`Value::parse`] of text already checked: one whole value cut from a line that
     /// [`json::validate`] accepted.
     pub fn parse_valid(text: &[u8]) -> Result<Value, ParseError> {
-        Parser::new(text, false).value(0)
+        Parser::new(text).value(0)
     }
 
-    /// The value of `text` when `text` is exactly what [`Value::to_json`] writes for it (no
-    /// whitespace, numbers and strings spelled as `JSON.stringify` spells them, no key
-    /// twice), else `None`. The same answer as parsing, writing and comparing, without the
-    /// writing: told while parsing.
+    /// The value of `text` when `text` is canonical ([`Value::is_canonical`]), else `None`.
     pub fn parse_canonical(text: &[u8]) -> Option<Value> {
-        json::validate(text).ok()?;
-        let mut p = Parser::new(text, true);
-        let v = p.value(0).ok()?;
-        (p.canonical && p.i == text.len()).then_some(v)
+        Value::is_canonical(text)
+            .then(|| Value::parse_valid(text).ok())
+            .flatten()
     }
 
-    /// Whether [`Value::parse_canonical`] takes `text`, told without building the value: a
-    /// snapshot of 60 MB is checked in its own bytes, not in a tree of twice its size.
+    /// Whether `text` is exactly what [`Value::to_json`] writes for its value (no
+    /// whitespace, numbers and strings spelled as `JSON.stringify` spells them, no key
+    /// twice, nesting within [`MAX_DEPTH`]): the same answer as parsing, writing and
+    /// comparing, told from the bytes alone. A snapshot of 60 MB is checked in itself, not
+    /// in a tree of twice its size.
     pub fn is_canonical(text: &[u8]) -> bool {
         json::validate(text).is_ok() && canonical_end(text, 0, 0) == Some(text.len())
     }
@@ -253,7 +250,7 @@ impl KeyIndex {
 }
 
 /// Where the canonical value at `b[i]` ends, in a text [`json::validate`] accepted; `None`
-/// for one spelled otherwise or nested deeper than [`MAX_DEPTH`], as [`Parser`] tells it.
+/// for one spelled otherwise or nested deeper than [`MAX_DEPTH`] (which [`Parser`] refuses).
 fn canonical_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
     if depth > MAX_DEPTH {
         return None;
@@ -333,27 +330,15 @@ fn canonical_members(b: &[u8], mut i: usize, depth: usize) -> Option<usize> {
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
-    /// Whether to tell if the text is spelled as [`Value::to_json`] writes it.
-    check: bool,
-    /// While checking: so far, it is.
-    canonical: bool,
 }
 
 impl<'a> Parser<'a> {
-    fn new(b: &'a [u8], check: bool) -> Parser<'a> {
-        Parser {
-            b,
-            i: 0,
-            check,
-            canonical: true,
-        }
+    fn new(b: &'a [u8]) -> Parser<'a> {
+        Parser { b, i: 0 }
     }
 
-    /// Skips whitespace, which a canonical text has none of.
     fn skip_ws(&mut self) {
-        let at = json::skip_ws(self.b, self.i);
-        self.canonical &= at == self.i;
-        self.i = at;
+        self.i = json::skip_ws(self.b, self.i);
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
@@ -386,7 +371,6 @@ impl<'a> Parser<'a> {
                             match index.find(&members, &key) {
                                 Some(at) => {
                                     // The last one wins, and is written where the first was.
-                                    self.canonical = false;
                                     members[at].1 = v;
                                 }
                                 None => {
@@ -432,9 +416,6 @@ impl<'a> Parser<'a> {
                 let end = json::number_end(b, self.i)?;
                 let raw = &b[self.i..end];
                 let v = json::number_value(raw).unwrap_or(f64::NAN);
-                if self.check && self.canonical {
-                    self.canonical = json::is_canonical_number(raw);
-                }
                 self.i = end;
                 Value::Number(v)
             }
@@ -444,8 +425,7 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Vec<u16> {
         let end = json::string_end(self.b, self.i).expect("validated");
         let inner = &self.b[self.i + 1..end - 1];
-        let (units, canonical) = json::decode_valid(inner).expect("validated");
-        self.canonical &= canonical;
+        let (units, _) = json::decode_valid(inner).expect("validated");
         self.i = end;
         units
     }
