@@ -213,7 +213,7 @@ impl Spelled {
     /// whose container is the root, or is not there, is applied to the whole value; so is
     /// one that fails, to fail with the error its whole path gives.
     fn within(&mut self, op: Op) -> Result<(), OpError> {
-        let Some(path) = target(&op) else {
+        let Some(path) = op.path() else {
             return self.whole(op);
         };
         let depth = match op {
@@ -364,19 +364,6 @@ fn write_key(seg: &Seg, out: &mut Vec<u8>) {
     match seg {
         Seg::Key(k) => write_string(k, out),
         Seg::Index(i) => out.extend_from_slice(format!("\"{i}\"").as_bytes()),
-    }
-}
-
-/// The path an op changes, `None` for `r`.
-fn target(op: &Op) -> Option<&Path> {
-    match op {
-        Op::Replace(_) => None,
-        Op::Set(p, _)
-        | Op::Delete(p)
-        | Op::Append(p, _)
-        | Op::Truncate(p, _)
-        | Op::Splice(p, ..)
-        | Op::Permute(p, _) => Some(p),
     }
 }
 
