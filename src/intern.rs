@@ -1093,8 +1093,19 @@ impl Writer {
     fn passed_on(&mut self, len: u64) {
         self.last_defs.clear();
         self.last_arrays.clear();
-        self.quiet_bytes = self.quiet_bytes.saturating_add(len + 1);
+        self.note_quiet(false, len);
         self.line_needs = u64::MAX;
+    }
+
+    /// Counts a line of `len` bytes towards a quiet stretch, or, when it defined or
+    /// referred to a value (`found`), ends the stretch.
+    fn note_quiet(&mut self, found: bool, len: u64) {
+        if found {
+            self.quiet_bytes = 0;
+            self.quiet_from = self.frame.saturating_add(self.quiet_frames);
+        } else {
+            self.quiet_bytes = self.quiet_bytes.saturating_add(len + 1);
+        }
     }
 
     /// Writes `line` (without its newline) to `out`, as an interned line when it repeats
@@ -1113,12 +1124,7 @@ impl Writer {
             }
         }
         let found = !refs.is_empty() || !defs.is_empty();
-        if found {
-            self.quiet_bytes = 0;
-            self.quiet_from = self.frame.saturating_add(self.quiet_frames);
-        } else {
-            self.quiet_bytes = self.quiet_bytes.saturating_add(line.len() as u64 + 1);
-        }
+        self.note_quiet(found, line.len() as u64);
         self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
         self.note_index();
         if !found && !is_interned(line) {
@@ -2024,10 +2030,16 @@ impl<W: Framed> InternWriter<W> {
         self.writer.frame = self.inner.next_frame();
         self.writer.line(line, &mut self.inner)?;
         self.inner.write_all(b"\n")?;
+        self.place_line();
+        Ok(())
+    }
+
+    /// The line just written, newline and all, lies in its frame: what it defined is
+    /// placed there, and the frame notes where a reader must begin to rebuild it.
+    fn place_line(&mut self) {
         let frame = self.inner.last_line_frame();
         let earliest = self.writer.placed(frame);
         self.inner.needs(frame, earliest);
-        Ok(())
     }
 }
 
@@ -2047,9 +2059,7 @@ impl<W: Framed> InternWriter<W> {
         self.streaming = None;
         self.inner.write_all(&buf[..=k])?;
         self.writer.passed_on(len);
-        let frame = self.inner.last_line_frame();
-        let earliest = self.writer.placed(frame);
-        self.inner.needs(frame, earliest);
+        self.place_line();
         Ok(&buf[k + 1..])
     }
 
