@@ -247,16 +247,22 @@ struct SnapshotRun {
     event_type: Option<Vec<u8>>,
     /// Whether its events end in `\r`: they are held without it, and all alike.
     cr: bool,
-    /// The first event's line (without its `\r`) from the second event on, until the row
-    /// is written. Alone, the first event is only `last`'s text.
-    first: Option<Vec<u8>>,
+    first: First,
     /// The batches not yet written: `,[batch],[batch]...`, without the leading comma for
     /// the row's first batch.
     batches: Vec<u8>,
-    /// Whether the row's head (and the batches before `batches`) is written.
-    written: bool,
     count: usize,
     last: Last,
+}
+
+/// Where a run's first event is (its line without its `\r`).
+enum First {
+    /// Only in `last`: the run holds it alone.
+    InLast,
+    /// Kept apart from the second event on, the row not written yet.
+    Kept(Vec<u8>),
+    /// In the row's head, written (and so are the batches before those held).
+    Written,
 }
 
 /// What the next event of a run is compared with.
@@ -350,9 +356,8 @@ impl SnapshotPacker {
             key,
             event_type: json::field(line, "type").map(<[u8]>::to_vec),
             cr,
-            first: None,
+            first: First::InLast,
             batches: Vec::new(),
-            written: false,
             count: 1,
             last,
         });
@@ -373,34 +378,32 @@ impl SnapshotPacker {
                 };
                 // Checking the batch carries the text on to this event: the first event's
                 // text is kept (or written) before.
-                run.keep_first(out)?;
-                let Last::Checked(checked) = &mut run.last else {
-                    unreachable!("still checked")
-                };
-                match checked.check(found, line) {
-                    Some(batch) => batch,
-                    None => return Ok(false),
-                }
+                run.first.keep(checked.spelled.text(), out)?;
+                checked.check(found, line)
             }
             Last::Bytes(last) => {
-                let Some(batch) = crate::delta::stand_in::batch(last, line) else {
-                    return Ok(false);
-                };
-                run.keep_first(out)?;
-                if let Last::Bytes(last) = &mut run.last {
+                let batch = crate::delta::stand_in::batch(last, line);
+                if batch.is_some() {
+                    run.first.keep(last, out)?;
                     last.clear();
                     last.extend_from_slice(line);
                 }
                 batch
             }
         };
+        let Some(batch) = batch else {
+            return Ok(false);
+        };
         if run.count > 1 {
             run.batches.push(b',');
         }
         run.batches.extend_from_slice(&batch);
         run.count += 1;
-        let held = run.first.as_ref().map_or(0, Vec::len) + run.batches.len();
-        if run.written || held >= HELD {
+        let held = match &run.first {
+            First::Kept(first) => first.len() + run.batches.len(),
+            _ => run.batches.len(),
+        };
+        if matches!(run.first, First::Written) || held >= HELD {
             run.write_out(out)?;
         }
         Ok(true)
@@ -411,8 +414,13 @@ impl SnapshotPacker {
         let Some(mut run) = self.run.take() else {
             return Ok(());
         };
-        if run.count == 1 && !run.written {
-            out.write_all(run.first.as_deref().unwrap_or(run.last.text()))?;
+        let alone = match &run.first {
+            First::InLast => Some(run.last.text()),
+            First::Kept(first) if run.count == 1 => Some(&first[..]),
+            _ => None,
+        };
+        if let Some(event) = alone {
+            out.write_all(event)?;
             if run.cr {
                 out.write_all(b"\r")?;
             }
@@ -433,30 +441,31 @@ impl SnapshotPacker {
     }
 }
 
-impl SnapshotRun {
-    /// Before the second event is checked (which carries `last` on to it): the first
-    /// event's text is kept apart, or, when it is as long as a row is held, its row's
-    /// head is written. Should the check then fail, that row holds the first event alone.
-    fn keep_first<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
-        if self.count > 1 {
-            return Ok(());
+impl First {
+    /// Before the second event is checked (which carries `last`, whose text is `text`, on
+    /// to it): the first event's text is kept apart, or, when it is as long as a row is
+    /// held, its row's head is written. Should the check then fail, that row holds the
+    /// first event alone.
+    fn keep<W: Write + ?Sized>(&mut self, text: &[u8], out: &mut W) -> io::Result<()> {
+        if let First::InLast = self {
+            *self = match text.len() < HELD {
+                true => First::Kept(text.to_vec()),
+                false => {
+                    write_head(text, out)?;
+                    First::Written
+                }
+            };
         }
-        let text = self.last.text();
-        if text.len() < HELD {
-            self.first = Some(text.to_vec());
-            return Ok(());
-        }
-        write_head(text, out)?;
-        self.written = true;
         Ok(())
     }
+}
 
+impl SnapshotRun {
     /// Writes the row's head, if not written yet, and the batches held.
     fn write_out<W: Write + ?Sized>(&mut self, out: &mut W) -> io::Result<()> {
-        if !self.written {
-            write_head(self.first.as_deref().expect("a row's first event"), out)?;
-            self.first = None;
-            self.written = true;
+        if let First::Kept(first) = &self.first {
+            write_head(first, out)?;
+            self.first = First::Written;
         }
         out.write_all(&self.batches)?;
         self.batches.clear();
