@@ -10,13 +10,20 @@ build
 log=$OUT/giant-$TEXT.jsonl
 if [ ! -s "$log" ]; then
   echo "generating $log" >&2
-  text=$(head -c "$TEXT" /dev/zero | tr '\0' w)
+  # The text grows in a file: held in a shell variable, it took minutes.
+  text=$(mktemp)
+  head -c "$TEXT" /dev/zero | tr '\0' w >"$text"
+  open='{"role":"assistant","content":[{"type":"text","text":"'
+  close='"}]}'
   for k in 1 2 3 4; do
-    text="${text}more$k "
-    msg="{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"$text\"}]}"
-    printf '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"more%d ","partial":%s},"message":%s}\n' "$k" "$msg" "$msg"
+    printf 'more%d ' "$k" >>"$text"
+    printf '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"more%d ","partial":%s' "$k" "$open"
+    cat "$text"
+    printf '%s},"message":%s' "$close" "$open"
+    cat "$text"
+    printf '%s}\n' "$close"
   done >"$log"
-  unset text msg
+  rm -f "$text"
 fi
 bytes=$(stat -c %s "$log")
 longest=$(longest_line "$log")
