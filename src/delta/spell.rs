@@ -49,14 +49,15 @@ impl Spelled {
         s
     }
 
-    /// The text of the value `text` spells: `text` itself when it is spelled as sess
-    /// writes it ([`Value::is_canonical`], told without building the value), else the
-    /// value parsed and written again.
-    pub fn of_text(text: &[u8]) -> Result<Spelled, ParseError> {
-        if Value::is_canonical(text) {
+    /// The text of the value `text` spells, one whole value cut from a line that
+    /// [`crate::json::validate`] accepted: `text` itself when it is spelled as sess writes
+    /// it ([`Value::is_canonical_valid`], told without building the value), else the value
+    /// parsed and written again.
+    pub fn of_valid_text(text: &[u8]) -> Result<Spelled, ParseError> {
+        if Value::is_canonical_valid(text) {
             return Ok(Spelled::of_canonical(text.to_vec()));
         }
-        Ok(Spelled::of(Some(&Value::parse(text)?)))
+        Ok(Spelled::of(Some(&Value::parse_valid(text)?)))
     }
 
     /// A text the caller found spelled as sess writes its value ([`Value::is_canonical`]).
@@ -482,7 +483,7 @@ mod tests {
     /// Both must give the same text, and fail alike. Returns how many ops applied.
     fn check(start: &str, ops: Vec<Op>) -> usize {
         let mut value = Some(Value::parse(start.as_bytes()).unwrap());
-        let mut spelled = Spelled::of_text(start.as_bytes()).unwrap();
+        let mut spelled = Spelled::of_valid_text(start.as_bytes()).unwrap();
         let mut applied = 0;
         for op in ops {
             let shown = format!("{op:?}");
