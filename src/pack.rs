@@ -21,6 +21,7 @@ use crate::frames::writer::{Cutter, FrameCount, ONLY_FRAME_LEVEL};
 use crate::input::{Flow, Input, OpenOptions};
 use crate::intern::{self, InternWriter};
 use crate::io::Ending;
+use crate::io::lend::{Lent, lend};
 use crate::profile::{Choice, Chooser, Overrides};
 use crate::rows;
 use crate::snapshots::{self, Group};
@@ -209,16 +210,17 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                     let msg = match step {
                         Step::Event(bytes, newline, known) => {
                             if bytes.len() >= LONG_EVENT {
-                                // The events before it go first, then it goes alone.
+                                // The events before it go first, then it is lent.
                                 if !batch.is_empty() {
                                     let before = out.hand_over(&mut batch, &returned);
                                     if before.is_none_or(|b| tx.send(Msg::Events(b)).is_err()) {
                                         return Ok(false);
                                     }
                                 }
-                                if !out.wait_all(&returned) {
-                                    return Ok(false);
-                                }
+                                let known = known.copied();
+                                return Ok(lend(bytes, |line| {
+                                    tx.send(Msg::Long(Long::new(line, newline, known))).is_ok()
+                                }));
                             }
                             batch.push_read(bytes, newline, known)?;
                             if !batch.is_full() {
@@ -351,6 +353,10 @@ fn pack_batches<W: Write>(
                 }
                 let _ = back.send(batch);
             }
+            Msg::Long(long) => {
+                let line = long.line.bytes();
+                packer.event_read(line, long.newline, long.known.as_ref(), out.writer())?;
+            }
             // Sent only when every input was read whole.
             Msg::Done => packer.end_input(out.writer())?,
             Msg::Interrupt(_) => break,
@@ -373,11 +379,13 @@ const BEHIND: usize = 2;
 /// 33 MB more.
 const BATCHES_OUT: usize = 16 * Events::BATCH;
 
-/// An event at least this long waits, before it is copied into a batch, until every batch
-/// out is back (and a batch back that held one is not kept): two of them out, or one out
-/// and one kept, held the line four times over where the bound (issue 12) is twice. Under
-/// it, lines go two at a time as above (Codex's longest are about 3 MB).
-pub const LONG_EVENT: usize = 32 << 20;
+/// An event at least this long is lent to the packing side, not copied into a batch, and
+/// the reading side waits until it is packed ([`Msg::Long`]): copied, it was held three
+/// times over (the reader's buffer, the batch, the packer's previous event) where the bound
+/// (issue 12) is 64 MiB and twice the longest line. Under it, lines go two at a time as
+/// above (Codex's longest are about 3 MB): four copies of a line under 8 MiB stay within
+/// the bound, and at 32 MiB, run of 24 MB snapshots passed it.
+pub const LONG_EVENT: usize = 8 << 20;
 
 /// What the reading side of [`pack_files`] has handed over. Bounded by bytes, not by
 /// batches: a batch that holds a line of 4 MB is full at once, and four of them queued
@@ -425,17 +433,6 @@ impl BatchesOut {
             .unwrap_or_default();
         next.clear();
         Some(std::mem::replace(batch, next))
-    }
-
-    /// Waits for every batch out to come back; false when the packing side is gone.
-    fn wait_all(&mut self, returned: &Receiver<Events>) -> bool {
-        while self.batches > 0 {
-            match returned.recv() {
-                Ok(back) => self.take_back(back),
-                Err(_) => return false,
-            }
-        }
-        true
     }
 
     fn take_back(&mut self, back: Events) {
@@ -577,9 +574,6 @@ fn raw_survey(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Surveyed>(4);
         // Batches come back to be filled again: a fresh buffer for each costs page faults.
         let (back, returned) = std::sync::mpsc::sync_channel::<Surveyed>(6);
-        // A long line goes alone, and the reading side waits until it has been looked
-        // into ([`LONG_EVENT`]): queued, a few of them held it several times over.
-        let (looked, wait) = std::sync::mpsc::sync_channel::<()>(1);
         let reading = scope.spawn(move || {
             let mut batch = Surveyed::default();
             let mut passed = 0;
@@ -597,16 +591,21 @@ fn raw_survey(
                     return tx.send(std::mem::replace(&mut batch, next)).is_ok();
                 }
                 if line.len() >= LONG_EVENT {
+                    // A long line is lent alone, and the reading side waits until it has
+                    // been looked into: copied and queued, a few held it several times over.
                     if !batch.lines.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
                         return false;
                     }
-                    let alone = Surveyed {
-                        bytes: line.to_vec(),
-                        lines: vec![(std::mem::take(&mut passed), line.len())],
-                        passed_after: 0,
-                        long: true,
-                    };
-                    return tx.send(alone).is_ok() && wait.recv().is_ok();
+                    let lines = vec![(std::mem::take(&mut passed), line.len())];
+                    return lend(line, |line| {
+                        let long = Some(line);
+                        let alone = Surveyed {
+                            lines,
+                            long,
+                            ..Surveyed::default()
+                        };
+                        tx.send(alone).is_ok()
+                    });
                 }
                 batch.bytes.extend_from_slice(line);
                 batch.lines.push((std::mem::take(&mut passed), line.len()));
@@ -622,19 +621,21 @@ fn raw_survey(
         // Line by line, it stops where the survey on one thread does.
         let mut more = true;
         for mut batch in &rx {
+            let bytes = match &batch.long {
+                Some(line) => line.bytes(),
+                None => &batch.bytes,
+            };
             let mut at = 0;
             for &(passed, len) in &batch.lines {
                 interner.survey_passed(passed);
                 more = more
                     && interner.survey_wants_more()
-                    && survey_line(interner, &batch.bytes[at..at + len], true);
+                    && survey_line(interner, &bytes[at..at + len], true);
                 at += len;
             }
             interner.survey_passed(batch.passed_after);
             more = more && interner.survey_wants_more();
-            if batch.long {
-                let _ = looked.send(());
-            } else {
+            if batch.long.is_none() {
                 batch.bytes.clear();
                 batch.lines.clear();
                 batch.passed_after = 0;
@@ -646,7 +647,7 @@ fn raw_survey(
         }
         // Gone, they stop the reading side at its next hand-over (a MiB of lines at most
         // on), or where it waits.
-        drop((rx, looked));
+        drop(rx);
         reading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -665,8 +666,8 @@ struct Surveyed {
     lines: Vec<(u64, usize)>,
     /// The bytes of lines too short to look into after the last of `lines`.
     passed_after: u64,
-    /// One long line alone, whose reader waits to hear it was looked into.
-    long: bool,
+    /// One long line alone, lent: its reader waits until it has been looked into.
+    long: Option<Lent>,
 }
 
 /// Reads the lines of plain files into `take`, with whether the survey looks into each
@@ -1057,9 +1058,6 @@ pub struct Events {
     ends: Vec<(usize, bool)>,
     /// The events read as chunk deltas, by their place in the batch, and their parts.
     known: Vec<(usize, rows::MemberAt)>,
-    /// Dropped with the batch, once it is packed: a stream's reading side waits on it
-    /// after a long event ([`Events::watched`]).
-    packed: Option<std::sync::mpsc::SyncSender<()>>,
 }
 
 impl Events {
@@ -1090,14 +1088,6 @@ impl Events {
 
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
-    }
-
-    /// A receiver that hears (its sender gone) when this batch has been packed and
-    /// dropped.
-    pub fn watched(&mut self) -> std::sync::mpsc::Receiver<()> {
-        let (packed, done) = std::sync::mpsc::sync_channel(0);
-        self.packed = Some(packed);
-        done
     }
 
     /// Empties the batch, keeping its room.
@@ -1141,10 +1131,31 @@ pub enum Msg {
     Input(Option<std::path::PathBuf>),
     /// Logical events, in order.
     Events(Events),
+    /// One event of [`LONG_EVENT`] bytes or more, lent.
+    Long(Long),
     /// The input ended (the reader reports how, when joined).
     Done,
     /// A signal asked to stop: finish what is pending and stop.
     Interrupt(i32),
+}
+
+/// An event lent by the reading side ([`crate::io::lend`]), which waits, its buffer
+/// untouched, until this is dropped: packed, or dropped unread by a packing side that
+/// stopped.
+pub struct Long {
+    line: Lent,
+    newline: bool,
+    known: Option<rows::MemberAt>,
+}
+
+impl Long {
+    pub fn new(line: Lent, newline: bool, known: Option<rows::MemberAt>) -> Long {
+        Long {
+            line,
+            newline,
+            known,
+        }
+    }
 }
 
 /// How a stream ended.
@@ -1191,6 +1202,11 @@ pub fn stream<W: Write>(
             }
             Ok(Msg::Done) | Err(RecvTimeoutError::Disconnected) => {
                 return Ok((events, Ended::Input));
+            }
+            Ok(Msg::Long(long)) => {
+                opened.get_or_insert_with(Instant::now);
+                events += 1;
+                packer.event(long.line.bytes(), long.newline, out.writer())?;
             }
             Ok(Msg::Interrupt(sig)) => return Ok((events, Ended::Signal(sig))),
         }

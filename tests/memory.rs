@@ -92,6 +92,7 @@ fn log_with(long: &[String]) -> String {
 fn pack_stays_within_twice_the_longest_line() {
     a_huge_line();
     long_lines_in_a_row();
+    a_run_of_huge_snapshots();
 }
 
 fn a_huge_line() {
@@ -138,4 +139,31 @@ fn long_lines_in_a_row() {
             within_bound(&input, longest, &["--threads", threads], piped);
         }
     }
+}
+
+fn a_run_of_huge_snapshots() {
+    // Snapshot frames of 24 MB (pi's old message_update, the reply twice in each), packed
+    // into one row: the packer keeps the previous frame to diff the next against. The
+    // reading thread copied each line into a batch for the packing one, so the reader's
+    // buffer, the copy and the frame kept held three lines at once: 133 MB on two threads,
+    // over the bound of 110 MiB (86 MB on one). A long line is now lent, not copied.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("snapshots.jsonl");
+    let mut text = "w".repeat(12_000_000);
+    let frames = (0..3).map(|_| {
+        text.push_str("more");
+        ("more".to_string(), text.clone())
+    });
+    let log = common::pi_old_frames(frames);
+    let longest = log.lines().map(str::len).max().unwrap();
+    std::fs::write(&input, &log).unwrap();
+    drop(log);
+    for piped in [false, true] {
+        for threads in ["1", "2"] {
+            within_bound(&input, longest, &["--threads", threads], piped);
+        }
+    }
+    // One row of snapshot deltas, not the frames as they were.
+    let packed = std::fs::read(dir.path().join("packed.zst")).unwrap();
+    assert!(packed.len() < 100_000, "{} bytes packed", packed.len());
 }

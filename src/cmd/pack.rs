@@ -14,9 +14,10 @@ use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
 use sess::intern;
 use sess::io::Sink;
+use sess::io::lend::lend;
 use sess::io::read::FirstThen;
 use sess::io::signals::{self, Interrupted};
-use sess::pack::{self, Ended, Events, Msg, NoRoom, Out, Packer};
+use sess::pack::{self, Ended, Events, Msg, Out, Packer};
 
 const ABOUT: &str = "Pack a log: chunk rows (lossless, DSH-compatible) in checksummed zstd frames";
 
@@ -235,8 +236,7 @@ fn read_stream(
             &mut |_, _, _| Ok::<_, anyhow::Error>(false),
             &mut |_, name, ev| {
                 if ev.bytes.len() >= sess::pack::LONG_EVENT {
-                    let flow = long_event(ev.bytes, ev.newline, pending, tx);
-                    return Ok(flow.map_err(|e| e.at(name, ev.line))?);
+                    return Ok(long_event(ev.bytes, ev.newline, pending, tx));
                 }
                 let full = {
                     let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -259,29 +259,23 @@ fn read_stream(
     read
 }
 
-/// Hands over a long event alone, after the events before it, and waits until it is
-/// packed: queued, a few long lines were held several times over, where issue 12's bound
-/// is twice the longest line.
+/// Lends a long event alone, after the events before it, and waits until it is packed:
+/// copied and queued, a few long lines were held several times over, where issue 12's
+/// bound is twice the longest line.
 fn long_event(
     line: &[u8],
     newline: bool,
     pending: &Mutex<Events>,
     tx: &mpsc::SyncSender<Msg>,
-) -> Result<Flow, NoRoom> {
-    if !hand_over(pending, tx) {
-        return Ok(Flow::Stop);
-    }
-    let packed = {
-        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.push(line, newline)?;
-        p.watched()
+) -> Flow {
+    let lent = |line| {
+        tx.send(Msg::Long(pack::Long::new(line, newline, None)))
+            .is_ok()
     };
-    if !hand_over(pending, tx) {
-        return Ok(Flow::Stop);
+    match hand_over(pending, tx) && lend(line, lent) {
+        true => Flow::More,
+        false => Flow::Stop,
     }
-    // Its sender goes with the batch once packed (or with a packing side that failed).
-    let _ = packed.recv();
-    Ok(Flow::More)
 }
 
 /// Hands over the events gathered, if any; false when the packing side is gone (it failed,

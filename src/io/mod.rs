@@ -4,6 +4,7 @@
 
 pub mod ahead;
 pub mod behind;
+pub mod lend;
 pub mod lines;
 pub mod memory;
 pub mod read;
