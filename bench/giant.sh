@@ -2,7 +2,7 @@
 # Memory of a run of giant snapshot frames: pi's old message_update, each carrying the
 # whole message twice (as `partial` and `message`), four of them of about 117 MB. The
 # bound (issue 12) is 64 MiB + the window's index + 2x the longest line. Peak memory of
-# pack and unpack, with the default threads and with one, and the round trip.
+# pack and unpack, with the default threads and with one, and from a pipe; the round trip.
 #   bash bench/giant.sh        (TEXT=30000000 for frames of about 60 MB)
 source "$(dirname "$0")/lib.sh"
 TEXT=${TEXT:-58000000}
@@ -39,3 +39,6 @@ for threads in default 1; do
   cmp -s "$LAST_OUTPUT" "$log" && echo "  byte-exact" || echo "  MISMATCH"
 done
 echo "  packed size $(stat -c %s "$OUT/giant.sess.zst")"
+# From a pipe, frames are written as windows close (sh's peak is the larger of its two).
+measure "sess pack (from a pipe)" "$bytes" sh -c 'cat "$1" | "$2" pack --quiet' sh "$log" "$SESS"
+"$SESS" unpack --quiet "$LAST_OUTPUT" | cmp -s - "$log" && echo "  byte-exact" || echo "  MISMATCH"
