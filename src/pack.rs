@@ -187,7 +187,7 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
         read_files::<E>(inputs, open, &mut same, here, &mut |step| {
             match step {
                 Step::Input(path) => packer.start_input(path),
-                Step::Event(bytes, newline, known) => {
+                Step::Event(bytes, newline, known) | Step::Long(bytes, newline, known, _) => {
                     packer.event_read(bytes, newline, known, out.writer())?
                 }
                 Step::EndInput => packer.end_input(out.writer())?,
@@ -208,20 +208,21 @@ pub fn pack_files<W: Write, E: From<Error> + From<io::Error> + Send>(
                 let here = std::cell::Cell::new(true);
                 let read = read_files::<E>(inputs, open, same, &here, &mut |step| {
                     let msg = match step {
-                        Step::Event(bytes, newline, known) => {
-                            if bytes.len() >= LONG_EVENT {
-                                // The events before it go first, then it is lent.
-                                if !batch.is_empty() {
-                                    let before = out.hand_over(&mut batch, &returned);
-                                    if before.is_none_or(|b| tx.send(Msg::Events(b)).is_err()) {
-                                        return Ok(false);
-                                    }
+                        Step::Long(bytes, newline, known, place) => {
+                            // The events before it go first, then it is lent.
+                            if !batch.is_empty() {
+                                let before = out.hand_over(&mut batch, &returned);
+                                if before.is_none_or(|b| tx.send(Msg::Events(b)).is_err()) {
+                                    return Ok(false);
                                 }
-                                let known = known.copied();
-                                return Ok(lend(bytes, |line| {
-                                    tx.send(Msg::Long(Long::new(line, newline, known))).is_ok()
-                                }));
                             }
+                            let known = known.copied();
+                            return Ok(lend(bytes, |line| {
+                                let long = Long::new(line, newline, known, place);
+                                tx.send(Msg::Long(long)).is_ok()
+                            }));
+                        }
+                        Step::Event(bytes, newline, known) => {
                             batch.push_read(bytes, newline, known)?;
                             if !batch.is_full() {
                                 return Ok(true);
@@ -274,6 +275,8 @@ enum Step<'a> {
     /// A logical event, whether it had a newline, and where its parts are when it is a
     /// chunk delta.
     Event(&'a [u8], bool, Option<&'a rows::MemberAt>),
+    /// An event of [`LONG_EVENT`] bytes or more, as `Event`, and where it is.
+    Long(&'a [u8], bool, Option<&'a rows::MemberAt>, Place),
     /// The input ended whole.
     EndInput,
 }
@@ -315,7 +318,13 @@ fn read_files<E: From<Error> + From<io::Error>>(
                     Some(_) => {}
                 }
                 same.event(ev);
-                let taken = take(Step::Event(ev.bytes, ev.newline, known.as_ref()));
+                let step = match ev.bytes.len() >= LONG_EVENT {
+                    true => {
+                        Step::Long(ev.bytes, ev.newline, known.as_ref(), line_at(name, ev.line))
+                    }
+                    false => Step::Event(ev.bytes, ev.newline, known.as_ref()),
+                };
+                let taken = take(step);
                 stopped = !taken.map_err(|e| match e.kind() {
                     io::ErrorKind::OutOfMemory => E::from(held(name, ev.line, e)),
                     _ => E::from(e),
@@ -355,7 +364,9 @@ fn pack_batches<W: Write>(
             }
             Msg::Long(long) => {
                 let line = long.line.bytes();
-                packer.event_read(line, long.newline, long.known.as_ref(), out.writer())?;
+                let packed =
+                    packer.event_read(line, long.newline, long.known.as_ref(), out.writer());
+                packed.map_err(|e| long.failed(e))?;
             }
             // Sent only when every input was read whole.
             Msg::Done => packer.end_input(out.writer())?,
@@ -1045,8 +1056,16 @@ impl From<NoRoom> for io::Error {
 
 /// `e` (memory ran out for the line, [`NoRoom`]), naming `line` of `name`.
 fn held(name: &str, line: &crate::io::Line<'_>, e: io::Error) -> Error {
-    let place = Place::line(name, line.number).offset(line.offset);
+    held_at(line_at(name, line), e)
+}
+
+fn held_at(place: Place, e: io::Error) -> Error {
     Error::io(place, "cannot hold the line", e)
+}
+
+/// Where `line` of `name` is.
+fn line_at(name: &str, line: &crate::io::Line<'_>) -> Place {
+    Place::line(name, line.number).offset(line.offset)
 }
 
 /// Logical events read, on their way to the packing thread: their bytes end to end, and
@@ -1146,14 +1165,26 @@ pub struct Long {
     line: Lent,
     newline: bool,
     known: Option<rows::MemberAt>,
+    /// Where it is, for an error packing it: on one thread, or copied into a batch, the
+    /// reading side named the line.
+    place: Place,
 }
 
 impl Long {
-    pub fn new(line: Lent, newline: bool, known: Option<rows::MemberAt>) -> Long {
+    pub fn new(line: Lent, newline: bool, known: Option<rows::MemberAt>, place: Place) -> Long {
         Long {
             line,
             newline,
             known,
+            place,
+        }
+    }
+
+    /// `e`, met packing it: when memory ran out, naming the line.
+    fn failed(&self, e: io::Error) -> io::Error {
+        match e.kind() {
+            io::ErrorKind::OutOfMemory => io::Error::new(e.kind(), held_at(self.place.clone(), e)),
+            _ => e,
         }
     }
 }
@@ -1206,7 +1237,8 @@ pub fn stream<W: Write>(
             Ok(Msg::Long(long)) => {
                 opened.get_or_insert_with(Instant::now);
                 events += 1;
-                packer.event(long.line.bytes(), long.newline, out.writer())?;
+                let packed = packer.event(long.line.bytes(), long.newline, out.writer());
+                packed.map_err(|e| long.failed(e))?;
             }
             Ok(Msg::Interrupt(sig)) => return Ok((events, Ended::Signal(sig))),
         }
@@ -1265,7 +1297,8 @@ mod tests {
     #[test]
     fn batches_of_long_lines_wait_for_room_and_each_is_filled_again() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let big = 3 * BATCHES_OUT;
+        // Past the bytes out, but short of a line that is lent (whose batch is not kept).
+        let big = BATCHES_OUT + BATCHES_OUT / 2;
         let (back, returned) = std::sync::mpsc::channel();
         let mut out = BatchesOut::default();
         let mut batch = batch_of(big);

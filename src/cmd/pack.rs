@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use crate::cli::{Global, IoArgs, LayoutArg};
 use crate::units;
+use sess::error::Place;
 use sess::event::LastLine;
 use sess::frames::writer::{self, DEFAULT_FRAME_SIZE, FrameWriter};
 use sess::input::{Flow, Input, OpenOptions};
@@ -236,7 +237,8 @@ fn read_stream(
             &mut |_, _, _| Ok::<_, anyhow::Error>(false),
             &mut |_, name, ev| {
                 if ev.bytes.len() >= sess::pack::LONG_EVENT {
-                    return Ok(long_event(ev.bytes, ev.newline, pending, tx));
+                    let place = Place::line(name, ev.line.number).offset(ev.line.offset);
+                    return Ok(long_event(ev.bytes, ev.newline, place, pending, tx));
                 }
                 let full = {
                     let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -265,12 +267,13 @@ fn read_stream(
 fn long_event(
     line: &[u8],
     newline: bool,
+    place: Place,
     pending: &Mutex<Events>,
     tx: &mpsc::SyncSender<Msg>,
 ) -> Flow {
     let lent = |line| {
-        tx.send(Msg::Long(pack::Long::new(line, newline, None)))
-            .is_ok()
+        let long = pack::Long::new(line, newline, None, place);
+        tx.send(Msg::Long(long)).is_ok()
     };
     match hand_over(pending, tx) && lend(line, lent) {
         true => Flow::More,
@@ -310,7 +313,7 @@ fn pack_stream(
     let inputs = inputs.to_vec();
     let reader = std::thread::spawn(move || read_stream(&inputs, opts, &pending, &tx));
     let window = Duration::from_millis(args.window);
-    let (events, ended) = pack::stream(&rx, window, packer, &mut out)?;
+    let packed = pack::stream(&rx, window, packer, &mut out);
     // What is written out is finished, and counted.
     let finish = |out: Out<Sink>| -> Result<u64> {
         let sink = out.finish()?;
@@ -319,6 +322,15 @@ fn pack_stream(
         Ok(written)
     };
     signals::clear_interrupt();
+    let (events, ended) = match packed {
+        Ok(ended) => ended,
+        // Packing failed (memory ran out for a lent line): what was packed before it is
+        // written out, with the index, as when reading fails.
+        Err(e) => {
+            let _ = packer.finish(out.writer()).map(|()| finish(out));
+            return Err(e.into());
+        }
+    };
     if let Ended::Signal(sig) = ended {
         packer.finish(out.writer())?;
         finish(out)?;
