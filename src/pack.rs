@@ -395,7 +395,7 @@ const BATCHES_OUT: usize = 16 * Events::BATCH;
 /// times over (the reader's buffer, the batch, the packer's previous event) where the bound
 /// (issue 12) is 64 MiB and twice the longest line. Under it, lines go two at a time as
 /// above (Codex's longest are about 3 MB): four copies of a line under 8 MiB stay within
-/// the bound, and at 32 MiB, run of 24 MB snapshots passed it.
+/// the bound, where with 32 MiB here a run of 24 MB snapshots passed it.
 pub const LONG_EVENT: usize = 8 << 20;
 
 /// What the reading side of [`pack_files`] has handed over. Bounded by bytes, not by

@@ -343,10 +343,16 @@ impl SnapshotPacker {
         if !Value::is_canonical(line) {
             return Ok(false);
         }
+        // The copy that starts a run: a line lent by the reading thread may fit in memory
+        // once and not twice, which is an error naming it, not an abort.
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(line.len())
+            .map_err(|_| crate::io::memory::no_room(line.len()))?;
+        copy.extend_from_slice(line);
         let last = match self.estimating {
-            true => Last::Bytes(line.to_vec()),
+            true => Last::Bytes(copy),
             false => Last::Checked(Box::new(Checked {
-                spelled: Spelled::of_canonical(line.to_vec()),
+                spelled: Spelled::of_canonical(copy),
                 encoder: WireEncoder::default(),
                 decoder: Decoder::default(),
                 ends: Ends::default(),

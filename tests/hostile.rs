@@ -355,6 +355,41 @@ fn a_line_that_fits_once_but_not_twice_is_an_error_where_it_is_copied() {
     }
 }
 
+/// A pi session whose third line, interned, stands for a `message_update` snapshot of
+/// 1.5 GB (1,500 strings of 1 MiB): the snapshot packer copies a frame that starts a run.
+fn interned_snapshot_bomb() -> String {
+    let n = 1 << 20;
+    let value = format!("\"{}\"", "x".repeat(n - 2));
+    let crc = crc32fast::hash(value.as_bytes());
+    let head = r#"{"type":"message_update","message":{"role":"assistant","content":["#;
+    let refs: Vec<String> = (0..1500)
+        .map(|i| format!("[{},0,{n},{crc}]", head.len() + 2 * i))
+        .collect();
+    format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/tmp\"}}\n\
+         {{\"type\":\"sess-interned\",\"v\":1,\"defs\":[[5,{n},0]],\"refs\":[],\"line\":{{\"v\":{value}}}}}\n\
+         {{\"type\":\"sess-interned\",\"v\":1,\"defs\":[],\"refs\":[{}],\"line\":{head}{}]}}}}}}\n",
+        refs.join(","),
+        vec!["0"; 1500].join(",")
+    )
+}
+
+/// Memory for a snapshot frame once, not twice: the copy that starts its run aborted
+/// (exit 134, no word of which line) on one thread; on two, the batch's copy failed first.
+#[test]
+fn a_snapshot_that_fits_once_but_not_twice_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl");
+    std::fs::write(&bomb, interned_snapshot_bomb()).unwrap();
+    let named = "bomb.jsonl:3: cannot hold the line: not enough memory for its 1572865568 bytes";
+    for threads in ["1", "2"] {
+        let args = format!("pack -q --threads {threads} {}", bomb.display());
+        let (code, err) = under_limit("2000000", &args);
+        assert_eq!(code, Some(1), "{threads}: {err}");
+        assert!(err.contains(named), "{threads}: {err}");
+    }
+}
+
 /// A run of snapshots of 24 MB each (pi's old `message_update`, the message twice in each)
 /// packs and unpacks within the issue's bound: 64 MiB and twice the longest line. Holding
 /// the run's value as a tree (its strings in UTF-16), its first event apart and the row

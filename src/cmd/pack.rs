@@ -207,7 +207,8 @@ pub fn run(args: Args, g: Global) -> Result<()> {
 
 /// The reading side of [`pack_stream`]: sends the events of `inputs` in batches, each as
 /// soon as it is full or the input is about to be read again (which may wait for a quiet
-/// producer), then `Done`. Returns how reading ended.
+/// producer), a long event lent alone ([`long_event`]), then `Done`. Returns how reading
+/// ended.
 fn read_stream(
     inputs: &[Input],
     opts: OpenOptions,

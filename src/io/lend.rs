@@ -8,8 +8,9 @@
 //!
 //! Why this is sound: [`lend`] does not return (nor unwind) before every [`Lent`] it made
 //! is dropped, because it waits for the one sender a `Lent` holds to go, and that wait
-//! runs in a guard's `drop` too. A `Lent` forgotten (never dropped) leaves the lender
-//! waiting for ever: a hang, never a read of freed bytes.
+//! runs in a guard's `drop` too. A `Lent` forgotten (never dropped), or kept on the
+//! lender's own thread, leaves the lender waiting for ever: a hang, never a read of freed
+//! bytes. `send` returns a `bool`, not the `Lent` back (as a failed send's error would).
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
@@ -39,9 +40,9 @@ impl std::fmt::Debug for Lent {
     }
 }
 
-/// Lends `bytes` to `send`, which passes the [`Lent`] on (to a channel, say), and returns
-/// what `send` returns once the `Lent` has been dropped: used, or dropped unsent.
-pub fn lend<R>(bytes: &[u8], send: impl FnOnce(Lent) -> R) -> R {
+/// Lends `bytes` to `send`, which passes the [`Lent`] on (to a channel, say) and says
+/// whether it did; returns that once the `Lent` has been dropped, used or unsent.
+pub fn lend(bytes: &[u8], send: impl FnOnce(Lent) -> bool) -> bool {
     let (held, released) = sync_channel(0);
     let _wait = Wait(released);
     send(Lent {
@@ -90,7 +91,7 @@ mod tests {
     #[test]
     fn the_lender_waits_until_the_borrower_drops_the_line() {
         borrowed_while_held(b"a long line", |line, tx| {
-            lend(line, |l| tx.send(l).unwrap());
+            assert!(lend(line, |l| tx.send(l).is_ok()));
         });
     }
 
@@ -99,7 +100,7 @@ mod tests {
         borrowed_while_held(b"xyz", |line, tx| {
             let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 lend(line, |l| {
-                    tx.send(l).unwrap();
+                    assert!(tx.send(l).is_ok());
                     // Unwinds without the panic hook, whose backtrace took longer than
                     // the borrower holds the line.
                     std::panic::resume_unwind(Box::new("after sending"));
