@@ -1427,3 +1427,93 @@ fn pack_writes_the_same_bytes_on_one_thread_and_two() {
         }
     }
 }
+
+/// Base64-like text of `n` bytes, which zstd cannot shrink much: a cut at a fraction of
+/// the compressed bytes lands near that fraction of the text.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            B64[(x >> 58) as usize]
+        })
+        .collect()
+}
+
+fn one_frame(data: &[u8]) -> Vec<u8> {
+    let mut z = zstd::bulk::Compressor::new(1).unwrap();
+    z.include_checksum(true).unwrap();
+    z.compress(data).unwrap()
+}
+
+#[test]
+fn a_long_line_of_a_frame_too_large_to_hold_goes_out_as_it_decodes() {
+    // A frame of over 64 MiB held each line whole until its end (as decoded, beside the
+    // reader's copy): a line of 116 MB was held twice in the reader, and packing snapshot
+    // frames read from such a file took 467 MiB where the bound was 285 MiB. A line not
+    // yet ended now goes out 8 MiB at a time.
+    let (l1, l2) = (noise(70 << 20, 1), noise(20 << 20, 2));
+    let short = b"{\"type\":\"s\"}\n";
+    let data = [&l1[..], b"\n", short, &l2, b"\n", short].concat();
+    let file = one_frame(&data);
+    for mode in [Recovery::TolerateTail, Recovery::Absolute] {
+        let (out, notices) = read(&file, mode);
+        assert!(out.unwrap() == data, "{mode:?}");
+        assert!(notices.is_empty());
+    }
+    // Cut inside the second long line: the lines before it are kept, and what went out
+    // of it ends where the input does (the line reader's rule for a torn last line then
+    // applies), where the bytes that went out before the tear could not be taken back.
+    let before = l1.len() + 1 + short.len();
+    let cut =
+        &file[..(file.len() as u64 * (before as u64 + (12 << 20)) / data.len() as u64) as usize];
+    let (out, notices) = read(cut, Recovery::TolerateTail);
+    let out = out.unwrap();
+    assert!(out[..before] == data[..before]);
+    let rest = &out[before..];
+    assert!(
+        rest.len() >= 8 << 20,
+        "{} bytes of the cut line",
+        rest.len()
+    );
+    assert!(l2.starts_with(rest), "not a prefix of the cut line");
+    assert!(
+        notices[0].contains("kept 2 complete line(s)")
+            && notices[0].contains("partial line after them"),
+        "{notices:?}"
+    );
+    let err = read(cut, Recovery::Absolute).0.err();
+    assert!(err.is_some_and(|e| e.contains("ends inside the frame")));
+}
+
+#[test]
+fn damage_after_part_of_a_line_went_out_is_an_error_in_every_mode() {
+    // A frame of over 64 MiB that ends inside a line (as pzstd or `cat` of files may
+    // cut), whose head went out as it decoded: skipping damage in the frame holding its
+    // end would join that head to the lines after the damage.
+    let (l1, lines) = (noise(70 << 20, 3), log(400));
+    let head = &l1[..l1.len() - 1000];
+    let mut file = one_frame(head);
+    let second = file.len();
+    file.extend(one_frame(&[&l1[head.len()..], b"\n", &lines].concat()));
+    file.extend(one_frame(&lines));
+    let mut bad = file.clone();
+    bad[second + (file.len() - second) / 4] ^= 0x10;
+    for mode in [
+        Recovery::SkipCorrupt,
+        Recovery::PointInTime,
+        Recovery::TolerateTail,
+    ] {
+        let err = read(&bad, mode).0.err();
+        let err = err.unwrap_or_else(|| panic!("{mode:?}: read without an error"));
+        assert!(
+            err.contains("inside a line that was output in part"),
+            "{mode:?}: {err}"
+        );
+    }
+    let (out, _) = read(&file, Recovery::SkipCorrupt);
+    assert!(out.unwrap() == [&l1[..], b"\n", &lines, &lines].concat());
+}

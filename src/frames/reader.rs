@@ -3,8 +3,10 @@
 //!
 //! A frame's output is held until its content checksum has been checked, so a damaged frame
 //! never yields a wrong line: complete frames are verified before their lines go out. (A
-//! frame whose output exceeds [`HOLD_LIMIT`], which sess never writes, releases its complete
-//! lines early; damage found later in such a frame is then an error in every mode.)
+//! frame whose output exceeds [`HOLD_LIMIT`], which sess writes only for a line that long,
+//! releases its complete lines early, and a long line in pieces of 8 MiB; damage found
+//! later in such a frame, or while a line that went out in part goes on, is then an error
+//! in every mode.)
 //!
 //! Lines go out whole: a line a frame ends inside (sess never cuts one; pzstd and files
 //! joined with `cat` may) goes out with the frame that holds its end. So damage that cuts
@@ -22,6 +24,11 @@ use super::walk::{ZSTD_MAGIC, is_skippable};
 
 /// How much of one frame's output is held back until its checksum is checked.
 pub const HOLD_LIMIT: usize = 64 << 20;
+
+/// In a frame over [`HOLD_LIMIT`], a line not yet ended goes out this much at a time:
+/// held until its end, a line of 116 MB was in memory twice in the reader alone (as it
+/// was decoded, and as read from it), and three to four times packing snapshot frames.
+const PASS_AT: usize = 8 << 20;
 
 /// The output of a frame not yet verified, and whether a line ends in it: asked after each
 /// step of a frame over [`HOLD_LIMIT`], a search of the whole was quadratic in a long line
@@ -184,6 +191,13 @@ pub struct FrameReader<R: Read> {
     /// Complete lines of the frame being decoded already made ready, before its checksum
     /// (a frame over [`HOLD_LIMIT`] releases them as they come).
     released: u64,
+    /// Whether the first bytes of a line not yet ended went out from the frame being
+    /// decoded ([`PASS_AT`]): like a line released, damage after them is an error, and a
+    /// tear ends that line where it is cut.
+    passed: bool,
+    /// Whether the last bytes that went out are such a line, not yet ended (it may go on
+    /// in the frames after: damage in them is an error too).
+    open: bool,
     done: bool,
     /// Whether the frame being decoded has a content checksum.
     checked: bool,
@@ -238,6 +252,8 @@ impl<R: Read> FrameReader<R> {
             suspect: false,
             frame_start: None,
             released: 0,
+            passed: false,
+            open: false,
             done: false,
             checked: true,
             health: Arc::default(),
@@ -462,19 +478,24 @@ impl<R: Read> FrameReader<R> {
                 self.release(out, self.released == 0);
                 self.frame_start = None;
                 self.released = 0;
+                self.passed = false;
                 Ok(())
             }
             Ok(_) => {
                 // A frame too large to hold whole releases its complete lines from here on
                 // as they come. The held buffer is handed over, not copied, and never grows
                 // past the limit.
-                if (self.released > 0 || self.hold.bytes.len() + self.scratch.len() > HOLD_LIMIT)
-                    && self.hold.newline
-                {
+                let over = self.released > 0
+                    || self.passed
+                    || self.hold.bytes.len() + self.scratch.len() > HOLD_LIMIT;
+                if over && self.hold.newline {
                     let out = self.hold.take();
-                    let first = self.released == 0;
+                    let first = self.released == 0 && !self.passed;
                     self.released += memchr::memchr_iter(b'\n', &out).count() as u64;
                     self.release(out, first);
+                } else if over && self.hold.bytes.len() >= PASS_AT && self.may_pass() {
+                    let out = self.hold.take();
+                    self.pass_on(out);
                 }
                 if consumed == 0 && produced == 0 {
                     if self.eof {
@@ -487,12 +508,37 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
+    /// Whether the bytes held, a line not yet ended, may go out before it ends: not when
+    /// the line may be the cut end of one that skipped damage cut (known only once it
+    /// ends), nor when it may be glued to the bytes carried into the frame (told by the
+    /// frame's first release).
+    fn may_pass(&self) -> bool {
+        !self.suspect && (self.released > 0 || self.passed || self.carry.is_empty())
+    }
+
+    /// Makes the bytes carried and `out`, the first bytes of a line not yet ended, ready
+    /// (the reader has taken all that was ready: it steps only then).
+    fn pass_on(&mut self, out: Vec<u8>) {
+        let mut bytes = std::mem::take(&mut self.carry);
+        if bytes.is_empty() {
+            bytes = out;
+        } else {
+            bytes.extend_from_slice(&out);
+        }
+        self.ready = bytes;
+        self.ready_pos = 0;
+        self.passed = true;
+        self.open = true;
+    }
+
     /// Makes the complete lines of `out` (verified output) ready, after the line the carry
     /// began; what follows its last newline is carried on to the next frame. `first`: `out`
     /// is the start of its frame.
     fn release(&mut self, mut out: Vec<u8>, first: bool) {
+        // (Bytes carried on from a line that went out in part continue it: no glue.)
         if first
             && !self.suspect
+            && !self.open
             && !self.carry.is_empty()
             && self.glued.is_some_and(|g| g(&self.carry, &out))
         {
@@ -505,6 +551,8 @@ impl<R: Read> FrameReader<R> {
             self.ready_pos = 0;
             return;
         };
+        // A line that went out in part ends here, if one did.
+        self.open = false;
         let rest = out.split_off(k + 1);
         if !self.carry.is_empty() {
             let mut lines = std::mem::replace(&mut self.carry, rest);
@@ -584,10 +632,25 @@ impl<R: Read> FrameReader<R> {
             )));
         }
         let mut out = self.hold.take();
+        if std::mem::take(&mut self.open) {
+            // The line the tear cut went out in part: it ends where the input does, for
+            // the last-line rule of the line reader (a torn line, unless it is one value).
+            // Nothing holds a newline here: while it is open each is released as it comes.
+            self.carry.extend_from_slice(&out);
+            self.give_carry();
+            self.warn(&format!(
+                "the final frame at byte {at} is torn (the input ends inside it): kept {} \
+                 complete line(s) of its decodable prefix, UNVERIFIED (no checksum), and the \
+                 partial line after them, which was being read out as it came",
+                self.released
+            ));
+            self.done = true;
+            return Ok(());
+        }
         let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
         let lost = out.len() - keep;
         out.truncate(keep);
-        self.release(out, self.released == 0);
+        self.release(out, self.released == 0 && !self.passed);
         // A line begun before the tear that its prefix does not end: the last line.
         self.give_carry();
         self.warn(&format!(
@@ -618,9 +681,15 @@ impl<R: Read> FrameReader<R> {
     fn damage(&mut self, at: u64, why: &str) -> io::Result<()> {
         self.hold.take();
         self.frame_start = None;
-        if self.released > 0 {
+        if self.released > 0 || std::mem::take(&mut self.passed) {
             return Err(invalid(format!(
                 "damage in the frame at byte {at} ({why}) after some of its lines were output"
+            )));
+        }
+        if self.open {
+            // Skipped, it would join the line that went out in part to lines after it.
+            return Err(invalid(format!(
+                "damage in the frame at byte {at} ({why}), inside a line that was output in part"
             )));
         }
         if self.mode == Recovery::Absolute {
