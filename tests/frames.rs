@@ -1517,3 +1517,26 @@ fn damage_after_part_of_a_line_went_out_is_an_error_in_every_mode() {
     let (out, _) = read(&file, Recovery::SkipCorrupt);
     assert!(out.unwrap() == [&l1[..], b"\n", &lines, &lines].concat());
 }
+
+#[test]
+fn a_tear_after_a_line_that_went_out_in_part_ends_keeps_that_line_whole() {
+    // The line goes on into the next frame, which holds its end and the lines after it,
+    // and is torn: the line ends in the decodable prefix, so it is kept whole, with the
+    // complete lines after it, and the partial line at the tear is dropped.
+    let (l1, lines) = (noise(70 << 20, 5), log(4000));
+    let head = &l1[..l1.len() - 1000];
+    let mut file = one_frame(head);
+    let second = file.len();
+    file.extend(one_frame(&[&l1[head.len()..], b"\n", &lines].concat()));
+    let cut = &file[..second + (file.len() - second) * 3 / 4];
+    let (out, notices) = read(cut, Recovery::TolerateTail);
+    let out = out.unwrap();
+    let whole = [&l1[..], b"\n", &lines].concat();
+    assert!(
+        out.len() > l1.len() + 1 && whole.starts_with(&out),
+        "{} bytes",
+        out.len()
+    );
+    assert_eq!(out.last(), Some(&b'\n'));
+    assert!(notices[0].contains("dropped"), "{notices:?}");
+}

@@ -511,9 +511,9 @@ impl<R: Read> FrameReader<R> {
     /// Whether the bytes held, a line not yet ended, may go out before it ends: not when
     /// the line may be the cut end of one that skipped damage cut (known only once it
     /// ends), nor when it may be glued to the bytes carried into the frame (told by the
-    /// frame's first release).
+    /// frame's first release, unless they continue a line that went out in part).
     fn may_pass(&self) -> bool {
-        !self.suspect && (self.released > 0 || self.passed || self.carry.is_empty())
+        !self.suspect && (self.released > 0 || self.passed || self.open || self.carry.is_empty())
     }
 
     /// Makes the bytes carried and `out`, the first bytes of a line not yet ended, ready
@@ -632,10 +632,10 @@ impl<R: Read> FrameReader<R> {
             )));
         }
         let mut out = self.hold.take();
-        if std::mem::take(&mut self.open) {
+        if self.open && memchr::memchr(b'\n', &out).is_none() {
             // The line the tear cut went out in part: it ends where the input does, for
             // the last-line rule of the line reader (a torn line, unless it is one value).
-            // Nothing holds a newline here: while it is open each is released as it comes.
+            self.open = false;
             self.carry.extend_from_slice(&out);
             self.give_carry();
             self.warn(&format!(
