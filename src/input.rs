@@ -244,7 +244,7 @@ pub fn open(input: &Input, opts: OpenOptions) -> Result<Source> {
         Compression::Zstd => {
             let mut frames = FrameReader::new(whole, &name, opts.recovery)
                 .with_index(&listed)
-                .telling_glues(intern::glued);
+                .telling_glues(intern::glued, intern::is_interned);
             if opts.collect_warnings {
                 frames = frames.collecting();
             }

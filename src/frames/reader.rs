@@ -206,6 +206,8 @@ pub struct FrameReader<R: Read> {
     /// Whether the bytes carried into a frame and the frame's output are two lines glued
     /// that a reader must know of ([`Glues`]); none by default.
     glued: Option<GlueRule>,
+    /// Lines that `glued` must see whole, by their first bytes: not passed in pieces.
+    whole: Option<fn(&[u8]) -> bool>,
     /// The frames the file's index lists, to count the lines a skip loses; empty when there
     /// is none.
     listed: Vec<super::index::Entry>,
@@ -259,6 +261,7 @@ impl<R: Read> FrameReader<R> {
             health: Arc::default(),
             glues: Arc::default(),
             glued: None,
+            whole: None,
             listed: Vec::new(),
             given: 0,
             given_lines: 0,
@@ -338,9 +341,11 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Tells where a frame begins inside a line when `glued` says so of the bytes carried
-    /// into it and its output ([`Glues`]).
-    pub fn telling_glues(mut self, glued: GlueRule) -> FrameReader<R> {
+    /// into it and its output ([`Glues`]). A line whose first bytes `whole` holds true of
+    /// never goes out in pieces ([`PASS_AT`]): `glued` must see it whole.
+    pub fn telling_glues(mut self, glued: GlueRule, whole: fn(&[u8]) -> bool) -> FrameReader<R> {
         self.glued = Some(glued);
+        self.whole = Some(whole);
         self
     }
 
@@ -475,7 +480,7 @@ impl<R: Read> FrameReader<R> {
                 // The frame is complete and its checksum, if it has one, matched.
                 self.frame_done(at);
                 let out = self.hold.take();
-                self.release(out, self.released == 0);
+                self.release(out, self.released == 0 && !self.passed);
                 self.frame_start = None;
                 self.released = 0;
                 self.passed = false;
@@ -513,7 +518,20 @@ impl<R: Read> FrameReader<R> {
     /// ends), nor when it may be glued to the bytes carried into the frame (told by the
     /// frame's first release, unless they continue a line that went out in part).
     fn may_pass(&self) -> bool {
-        !self.suspect && (self.released > 0 || self.passed || self.open || self.carry.is_empty())
+        !self.suspect
+            && (self.released > 0 || self.passed || self.open || self.carry.is_empty())
+            && !self.kept_whole()
+    }
+
+    /// Whether the line held (begun in `carry`, or else in `hold`) is one the glue rule
+    /// must see whole ([`FrameReader::telling_glues`]).
+    fn kept_whole(&self) -> bool {
+        let Some(whole) = self.whole.filter(|_| !self.open) else {
+            return false;
+        };
+        let mut head = self.carry[..self.carry.len().min(64)].to_vec();
+        head.extend_from_slice(&self.hold.bytes[..self.hold.bytes.len().min(64)]);
+        whole(&head)
     }
 
     /// Makes the bytes carried and `out`, the first bytes of a line not yet ended, ready
@@ -535,10 +553,10 @@ impl<R: Read> FrameReader<R> {
     /// began; what follows its last newline is carried on to the next frame. `first`: `out`
     /// is the start of its frame.
     fn release(&mut self, mut out: Vec<u8>, first: bool) {
-        // (Bytes carried on from a line that went out in part continue it: no glue.)
+        // With a line that went out in part, `carry` is its tail: the rule then tells of
+        // a `next` that must be read alone (a line it must see whole never goes out so).
         if first
             && !self.suspect
-            && !self.open
             && !self.carry.is_empty()
             && self.glued.is_some_and(|g| g(&self.carry, &out))
         {
@@ -686,12 +704,6 @@ impl<R: Read> FrameReader<R> {
                 "damage in the frame at byte {at} ({why}) after some of its lines were output"
             )));
         }
-        if self.open {
-            // Skipped, it would join the line that went out in part to lines after it.
-            return Err(invalid(format!(
-                "damage in the frame at byte {at} ({why}), inside a line that was output in part"
-            )));
-        }
         if self.mode == Recovery::Absolute {
             return Err(invalid(format!("damaged input at byte {at}: {why}")));
         }
@@ -708,6 +720,11 @@ impl<R: Read> FrameReader<R> {
             None => self.start,
         };
         match self.find_frame()? {
+            // Skipped, it would join the line that went out in part to the lines after it
+            // (stopping there ends it instead, as a tear does).
+            Some(_) if self.mode == Recovery::SkipCorrupt && self.open => Err(invalid(format!(
+                "damage in the frame at byte {at} ({why}), inside a line that was output in part"
+            ))),
             Some(next) if self.mode == Recovery::SkipCorrupt => {
                 // A line begun before the damage ends in it, or after it: either way it is
                 // cut, and what follows up to the next newline may be its end. So it may
