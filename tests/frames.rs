@@ -1428,25 +1428,14 @@ fn pack_writes_the_same_bytes_on_one_thread_and_two() {
     }
 }
 
-/// Base64-like text of `n` bytes, which zstd cannot shrink much: a cut at a fraction of
-/// the compressed bytes lands near that fraction of the text.
+/// `n` bytes of base64 text ([`common::noise`]).
 fn noise(n: usize, seed: u64) -> Vec<u8> {
-    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            B64[(x >> 58) as usize]
-        })
-        .collect()
+    common::noise(n, seed).into_bytes()
 }
 
+/// `data` as one zstd frame with a content checksum.
 fn one_frame(data: &[u8]) -> Vec<u8> {
-    let mut z = zstd::bulk::Compressor::new(1).unwrap();
-    z.include_checksum(true).unwrap();
-    z.compress(data).unwrap()
+    common::zstd_frames(data, usize::MAX)
 }
 
 #[test]
@@ -1545,29 +1534,29 @@ fn a_tear_after_a_line_that_went_out_in_part_ends_keeps_that_line_whole() {
     assert!(notices[0].contains("dropped"), "{notices:?}");
 }
 
+/// Asserts that `sess cat` of `a` and `b` each compressed as one frame, joined as `cat
+/// a.zst b.zst` joins them, gives `want`.
+fn cat_of_joined(a: &[u8], b: &[u8], want: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("joined.jsonl.zst");
+    std::fs::write(&path, [one_frame(a), one_frame(b)].concat()).unwrap();
+    let out = stdout_ok(sess().args(["cat", "-q"]).arg(&path));
+    let end = String::from_utf8_lossy(&out[out.len().saturating_sub(120)..]).into_owned();
+    assert!(out == want, "{} bytes, ending {end:?}", out.len());
+}
+
 #[test]
 fn a_file_joined_after_a_line_that_went_out_in_part_is_still_told_apart() {
     // `cat a.zst b.zst`: a ends inside a line of 70 MB (it has no final newline), in one
     // frame whose lines go out in pieces; b begins with an interned line, which must be
     // read alone to be rebuilt. Once part of the line had gone out, the glue between the
     // two was not looked for, and the interned line went out as it was, not rebuilt.
-    let dir = tempfile::tempdir().unwrap();
     let line = [&br#"{"n":""#[..], &noise(70 << 20, 9), br#""}"#].concat();
     let interned =
         br#"{"type":"sess-interned","v":1,"defs":[[5,5,0]],"refs":[],"line":{"v":"abc"}}"#;
-    let mut file = one_frame(&line);
-    file.extend(one_frame(&[&interned[..], b"\n"].concat()));
-    let path = dir.path().join("joined.jsonl.zst");
-    std::fs::write(&path, &file).unwrap();
-    let out = common::stdout_ok(sess().args(["cat", "-q"]).arg(&path));
     // Glued as `zstd -dc` glues them, the interned one rebuilt.
     let want = [&line[..], br#"{"v":"abc"}"#, b"\n"].concat();
-    assert!(
-        out == want,
-        "{} bytes, ending {:?}",
-        out.len(),
-        String::from_utf8_lossy(&out[out.len().saturating_sub(120)..])
-    );
+    cat_of_joined(&line, &[&interned[..], b"\n"].concat(), &want);
 }
 
 #[test]
@@ -1575,7 +1564,6 @@ fn an_interned_line_of_a_frame_too_large_to_hold_is_not_passed_in_pieces() {
     // The glue rule must see an interned line whole to tell it from a line pzstd cut: one
     // that went out in pieces left only its tail to judge, and the line after it was
     // read as part of it.
-    let dir = tempfile::tempdir().unwrap();
     let value = [&br#"{"n":""#[..], &noise(70 << 20, 11), br#""}"#].concat();
     let interned = [
         &br#"{"type":"sess-interned","v":1,"defs":[],"refs":[],"line":"#[..],
@@ -1583,12 +1571,9 @@ fn an_interned_line_of_a_frame_too_large_to_hold_is_not_passed_in_pieces() {
         b"}",
     ]
     .concat();
-    let mut file = one_frame(&interned);
-    file.extend(one_frame(b"{\"b\":1}\n"));
-    let path = dir.path().join("joined.jsonl.zst");
-    std::fs::write(&path, &file).unwrap();
-    let out = common::stdout_ok(sess().args(["cat", "-q"]).arg(&path));
-    let want = [&value[..], b"{\"b\":1}\n"].concat();
-    let end = String::from_utf8_lossy(&out[out.len().saturating_sub(120)..]).into_owned();
-    assert!(out == want, "{} bytes, ending {end:?}", out.len());
+    cat_of_joined(
+        &interned,
+        b"{\"b\":1}\n",
+        &[&value[..], b"{\"b\":1}\n"].concat(),
+    );
 }

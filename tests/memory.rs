@@ -7,22 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{peak_memory_alone as peak_memory, sess};
-
-/// Base64 of random bytes, as an image is: zstd cannot shrink it much, so a copy of it
-/// compressed whole takes room too.
-fn noise(n: usize, seed: u64) -> String {
-    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            B64[(x >> 58) as usize] as char
-        })
-        .collect()
-}
+use common::{noise, peak_memory_alone as peak_memory, sess};
 
 /// Packs `input` with `args` (from a pipe, when `piped`) and checks the peak against
 /// issue 12's bound: 64 MiB, plus the window's index (nothing here), plus twice the

@@ -91,6 +91,22 @@ pub fn zstd_frames(data: &[u8], every: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Base64 of random bytes (`n` of its characters), as an image is: zstd cannot shrink it
+/// much, so a copy of it compressed whole takes room too, and a cut at a fraction of the
+/// compressed bytes lands near that fraction of the text.
+pub fn noise(n: usize, seed: u64) -> String {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            B64[(x >> 58) as usize] as char
+        })
+        .collect()
+}
+
 /// zstd-compresses bytes the way any standard tool would.
 pub fn zstd(data: &[u8]) -> Vec<u8> {
     zstd::encode_all(data, 3).expect("zstd in memory")
