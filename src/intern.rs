@@ -2106,11 +2106,7 @@ impl<W: Framed> Write for InternWriter<W> {
         }
         // A line without its newline yet is gathered, however long it is: when memory runs
         // out for it, that is an error, not an abort.
-        if self.pending.try_reserve(rest.len()).is_err() {
-            let len = self.pending.len() + rest.len();
-            return Err(crate::io::memory::no_room(len));
-        }
-        self.pending.extend_from_slice(rest);
+        crate::io::memory::extend(&mut self.pending, rest)?;
         Ok(buf.len())
     }
 

@@ -346,9 +346,7 @@ impl SnapshotPacker {
         // The copy that starts a run: a line lent by the reading thread may fit in memory
         // once and not twice, which is an error naming it, not an abort.
         let mut copy = Vec::new();
-        copy.try_reserve_exact(line.len())
-            .map_err(|_| crate::io::memory::no_room(line.len()))?;
-        copy.extend_from_slice(line);
+        crate::io::memory::extend(&mut copy, line)?;
         let last = match self.estimating {
             true => Last::Bytes(copy),
             false => Last::Checked(Box::new(Checked {

@@ -26,3 +26,14 @@ pub fn no_room(len: usize) -> std::io::Error {
     let why = format!("not enough memory for its {len} bytes");
     std::io::Error::new(std::io::ErrorKind::OutOfMemory, why)
 }
+
+/// Appends `bytes` to `buf`, or fails with [`no_room`] (naming the bytes `buf` would then
+/// hold) when memory cannot be had for them: for a copy of a line that may be huge, where
+/// an allocation that fails would abort.
+pub fn extend(buf: &mut Vec<u8>, bytes: &[u8]) -> std::io::Result<()> {
+    if buf.try_reserve(bytes.len()).is_err() {
+        return Err(no_room(buf.len() + bytes.len()));
+    }
+    buf.extend_from_slice(bytes);
+    Ok(())
+}
