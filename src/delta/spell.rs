@@ -9,8 +9,9 @@
 //! object goes before its brace and one deleted is cut out, a truncate cuts the front of
 //! its string (counting code units in the text), elements added at the end of an array go
 //! before its bracket. Any other op is applied to the value of the least part of the text
-//! it changes (the container of what it adds or removes), parsed for it and written again. The text stays exactly what [`Value::write_json`] writes for
-//! the value, which the tests check against a value the ops are applied to.
+//! it changes (the container of what it adds or removes), parsed for it and written again.
+//! The text stays exactly what [`Value::write_json`] writes for the value, which the tests
+//! check against a value the ops are applied to.
 
 use std::ops::Range;
 

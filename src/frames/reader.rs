@@ -480,7 +480,7 @@ impl<R: Read> FrameReader<R> {
                 // The frame is complete and its checksum, if it has one, matched.
                 self.frame_done(at);
                 let out = self.hold.take();
-                self.release(out, self.released == 0 && !self.passed);
+                self.release(out, self.first_release());
                 self.frame_start = None;
                 self.released = 0;
                 self.passed = false;
@@ -495,7 +495,7 @@ impl<R: Read> FrameReader<R> {
                     || self.hold.bytes.len() + self.scratch.len() > HOLD_LIMIT;
                 if over && self.hold.newline {
                     let out = self.hold.take();
-                    let first = self.released == 0 && !self.passed;
+                    let first = self.first_release();
                     self.released += memchr::memchr_iter(b'\n', &out).count() as u64;
                     self.release(out, first);
                 } else if over && self.hold.bytes.len() >= PASS_AT && self.may_pass() {
@@ -511,6 +511,12 @@ impl<R: Read> FrameReader<R> {
                 Ok(())
             }
         }
+    }
+
+    /// Whether nothing of the frame being decoded has gone out yet: its first release is
+    /// the one that may be glued to the bytes carried into it.
+    fn first_release(&self) -> bool {
+        self.released == 0 && !self.passed
     }
 
     /// Whether the bytes held, a line not yet ended, may go out before it ends: not when
@@ -668,7 +674,7 @@ impl<R: Read> FrameReader<R> {
         let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
         let lost = out.len() - keep;
         out.truncate(keep);
-        self.release(out, self.released == 0 && !self.passed);
+        self.release(out, self.first_release());
         // A line begun before the tear that its prefix does not end: the last line.
         self.give_carry();
         self.warn(&format!(
