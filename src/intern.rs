@@ -1111,12 +1111,21 @@ impl Writer {
     /// Writes `line` (without its newline) to `out`, as an interned line when it repeats
     /// or defines a value, else as it is.
     pub fn line<W: Write + ?Sized>(&mut self, line: &[u8], out: &mut W) -> io::Result<()> {
+        self.line_cr(line, false, out)
+    }
+
+    /// [`Writer::line`] of `line` and then, when `cr`, a `\r`: a line of a CRLF log whose
+    /// `\r` lies apart from it (a snapshot row's event), interned as if it were there.
+    fn line_cr<W: Write + ?Sized>(&mut self, line: &[u8], cr: bool, out: &mut W) -> io::Result<()> {
         let (mut refs, mut defs) = (Vec::new(), Vec::new());
+        let tail: &[u8] = if cr { b"\r" } else { b"" };
+        let len = line.len() + tail.len();
         self.last_defs.clear();
         self.last_arrays.clear();
         // What an error left (the walk returns early on one).
         self.kids.clear();
-        if self.looks_into(line) && self.looks_into_frame() {
+        // The `\r` is whitespace after the value: where the value ends does not change.
+        if self.looks_into(line, len) && self.looks_into_frame() {
             let start = json::skip_ws(line, 0);
             let end = self.commas.value_end(line, start).unwrap_or(0);
             if end > start && json::skip_ws(line, end) == line.len() {
@@ -1124,13 +1133,14 @@ impl Writer {
             }
         }
         let found = !refs.is_empty() || !defs.is_empty();
-        self.note_quiet(found, line.len() as u64);
+        self.note_quiet(found, len as u64);
         self.line_needs = refs.iter().map(|r: &Ref| r.needs).min().unwrap_or(u64::MAX);
         self.note_index();
         if !found && !is_interned(line) {
-            return out.write_all(line);
+            out.write_all(line)?;
+            return out.write_all(tail);
         }
-        write_interned(line, &refs, &defs, &self.free, out)?;
+        write_interned(line, tail, &refs, &defs, &self.free, out)?;
         self.free.clear();
         Ok(())
     }
@@ -1141,7 +1151,7 @@ impl Writer {
     pub fn survey(&mut self, line: &[u8]) {
         let at = self.survey_at;
         self.survey_at += line.len() as u64 + 1;
-        if !self.looks_into(line) || self.surveyed > self.window {
+        if !self.looks_into(line, line.len()) || self.surveyed > self.window {
             return;
         }
         let start = json::skip_ws(line, 0);
@@ -1150,10 +1160,11 @@ impl Writer {
         }
     }
 
-    /// Whether a line is looked into, by the survey as by the writer: not one that cannot
-    /// hold a value of `min` bytes, nor one the writer passes ([`Writer::passing`]).
-    fn looks_into(&self, line: &[u8]) -> bool {
-        self.min > 0 && line.len() >= self.min && !self.passed.is_some_and(|passed| passed(line))
+    /// Whether a line of `len` bytes that begins with `line` is looked into, by the survey
+    /// as by the writer: not one that cannot hold a value of `min` bytes, nor one the
+    /// writer passes ([`Writer::passing`]).
+    fn looks_into(&self, line: &[u8], len: usize) -> bool {
+        self.min > 0 && len >= self.min && !self.passed.is_some_and(|passed| passed(line))
     }
 
     /// Whether the lines of this frame are looked into: every frame's, except on a quiet
@@ -1897,13 +1908,14 @@ fn standalone_parts(parts: &[(&[u8], &[u8])], out: &mut Vec<u8>) -> Result<(), E
         whole.extend_from_slice(rebuilt);
     }
     out.clear();
-    write_interned(&whole, &[], &defs, &free, out)?;
+    write_interned(&whole, b"", &[], &defs, &free, out)?;
     Ok(())
 }
 
 /// Writes `line` as an interned line: refs replaced by `0`, their places and the defs'.
 fn write_interned<W: Write + ?Sized>(
     line: &[u8],
+    tail: &[u8],
     refs: &[Ref],
     defs: &[Found],
     free: &[[u64; 2]],
@@ -1942,6 +1954,7 @@ fn write_interned<W: Write + ?Sized>(
         copied = r.end;
     }
     out.write_all(&line[copied..])?;
+    out.write_all(tail)?;
     out.write_all(b"}")
 }
 
@@ -2013,7 +2026,7 @@ impl<W: Framed> InternWriter<W> {
         if let Some(len) = self.streaming {
             self.writer.passed_on(len);
         } else if is_interned(&self.pending) && json::validate(&self.pending).is_ok() {
-            write_interned(&self.pending, &[], &[], &[], &mut self.inner)?;
+            write_interned(&self.pending, b"", &[], &[], &[], &mut self.inner)?;
         } else {
             self.inner.write_all(&self.pending)?;
         }
@@ -2025,10 +2038,11 @@ impl<W: Framed> InternWriter<W> {
 }
 
 impl<W: Framed> InternWriter<W> {
-    /// Interns one whole line (without its newline) and writes it, newline and all.
-    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+    /// Interns one whole line (without its newline, and, when `cr`, without the `\r` before
+    /// it) and writes it, newline and all.
+    fn write_line(&mut self, line: &[u8], cr: bool) -> io::Result<()> {
         self.writer.frame = self.inner.next_frame();
-        self.writer.line(line, &mut self.inner)?;
+        self.writer.line_cr(line, cr, &mut self.inner)?;
         self.inner.write_all(b"\n")?;
         self.place_line();
         Ok(())
@@ -2085,11 +2099,11 @@ impl<W: Framed> Write for InternWriter<W> {
             // The line is read where it lies: in `buf`, or in `pending` when it began in
             // an earlier write (the packers write a line and its newline apart).
             if self.pending.is_empty() {
-                self.write_line(&rest[..k])?;
+                self.write_line(&rest[..k], false)?;
             } else {
                 self.pending.extend_from_slice(&rest[..k]);
                 let line = std::mem::take(&mut self.pending);
-                let written = self.write_line(&line);
+                let written = self.write_line(&line, false);
                 self.pending = line;
                 self.pending.clear();
                 written?;
@@ -2110,18 +2124,18 @@ impl<W: Framed> Write for InternWriter<W> {
         Ok(buf.len())
     }
 
-    /// A whole line and its newline ([`crate::io::write_line`]) are interned where they
-    /// lie: gathered first, a line of 4 MB cost a copy and its room.
+    /// A whole line and its end, `\n` or `\r\n` ([`crate::io::write_ended`]), are interned
+    /// where they lie: gathered first, a line of 4 MB cost a copy and its room.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match bufs {
             [line, end]
                 if self.pending.is_empty()
                     && self.streaming.is_none()
-                    && **end == *b"\n"
+                    && matches!(&**end, b"\n" | b"\r\n")
                     && memchr::memchr(b'\n', line).is_none() =>
             {
-                self.write_line(line)?;
-                Ok(line.len() + 1)
+                self.write_line(line, end.len() == 2)?;
+                Ok(line.len() + end.len())
             }
             _ => {
                 let first = bufs.iter().find(|b| !b.is_empty());
@@ -2200,32 +2214,35 @@ mod tests {
         w.finish().unwrap()
     }
 
+    /// Also a line of a CRLF log whose `\r` comes with its newline, as a snapshot row's
+    /// event alone is written: interned as if the `\r` had been in it.
     #[test]
     fn a_line_written_whole_is_interned_where_it_lies_and_as_if_written_in_pieces() {
         let big = format!("\"{}\"", "v".repeat(5000));
         let lines: Vec<String> = (0..6)
             .map(|i| format!("{{\"i\":{i},\"a\":{big},\"b\":[{big},{i}]}}"))
             .collect();
-        let mut whole = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
-        for l in &lines {
-            crate::io::write_line(&mut whole, l.as_bytes(), true).unwrap();
-            // Not gathered into a copy first.
-            assert_eq!(whole.pending.capacity(), 0);
-        }
-        let whole = whole.finish().unwrap();
-        let mut pieces = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
-        for l in &lines {
-            for piece in l.as_bytes().chunks(7) {
+        for end in [&b"\n"[..], b"\r\n"] {
+            let mut whole = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
+            for l in &lines {
+                crate::io::write_ended(&mut whole, l.as_bytes(), end).unwrap();
+                // Not gathered into a copy first.
+                assert_eq!(whole.pending.capacity(), 0);
+            }
+            let whole = whole.finish().unwrap();
+            let mut pieces = InternWriter::new(Vec::new(), Writer::new(256, 1 << 30).near(0));
+            let mut input = Vec::new();
+            for l in &lines {
+                input.extend_from_slice(l.as_bytes());
+                input.extend_from_slice(end);
+            }
+            for piece in input.chunks(7) {
                 pieces.write_all(piece).unwrap();
             }
-            pieces.write_all(b"\n").unwrap();
+            assert_eq!(whole, pieces.finish().unwrap());
+            assert!(whole.len() < input.len() / 2, "repeats became refs");
+            assert_eq!(unpack(&whole).unwrap(), input);
         }
-        assert_eq!(whole, pieces.finish().unwrap());
-        assert!(
-            whole.len() < joined(&lines).len() / 2,
-            "repeats became refs"
-        );
-        assert_eq!(unpack(&whole).unwrap(), joined(&lines));
     }
 
     /// [`pack`] of lines held as strings.

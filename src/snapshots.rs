@@ -425,14 +425,11 @@ impl SnapshotPacker {
             _ => None,
         };
         if let Some(event) = alone {
-            if run.cr {
-                out.write_all(event)?;
-                return out.write_all(b"\r\n");
-            }
-            // The event and its newline in one write: the interning writer then reads the
+            // The event and its line end in one write: the interning writer then reads the
             // event where it lies. Written apart, it gathered a copy (a stream's window
             // that closed on a run of one 116 MB frame held it three times).
-            return crate::io::write_line(out, event, true);
+            let end: &[u8] = if run.cr { b"\r\n" } else { b"\n" };
+            return crate::io::write_ended(out, event, end);
         }
         // Freed before the row is written.
         run.last = Last::Bytes(Vec::new());

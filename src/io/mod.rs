@@ -24,7 +24,15 @@ pub fn write_line<W: std::io::Write + ?Sized>(
     line: &[u8],
     newline: bool,
 ) -> std::io::Result<()> {
-    let end: &[u8] = if newline { b"\n" } else { b"" };
+    write_ended(out, line, if newline { b"\n" } else { b"" })
+}
+
+/// Writes `line` and then `end` (`\n`, `\r\n`, or nothing) as [`write_line`] does.
+pub fn write_ended<W: std::io::Write + ?Sized>(
+    out: &mut W,
+    line: &[u8],
+    end: &[u8],
+) -> std::io::Result<()> {
     let parts = [std::io::IoSlice::new(line), std::io::IoSlice::new(end)];
     let n = out.write_vectored(&parts)?;
     if n < line.len() {
@@ -85,19 +93,21 @@ mod tests {
 
     #[test]
     fn a_line_is_written_whole_whatever_a_writer_takes_at_once() {
-        for (line, newline) in [
-            (&b"abcdefg"[..], true),
-            (b"ab", true),
-            (b"", true),
-            (b"xyz", false),
+        for (line, end) in [
+            (&b"abcdefg"[..], &b"\n"[..]),
+            (b"ab", b"\n"),
+            (b"", b"\n"),
+            (b"xyz", b""),
+            (b"abcdefg", b"\r\n"),
+            (b"a", b"\r\n"),
         ] {
             let mut out = Trickle(Vec::new());
-            super::write_line(&mut out, line, newline).unwrap();
+            super::write_ended(&mut out, line, end).unwrap();
             let mut want = line.to_vec();
-            want.extend_from_slice(if newline { b"\n" } else { b"" });
+            want.extend_from_slice(end);
             assert_eq!(out.0, want);
             let mut v = Vec::new();
-            super::write_line(&mut v, line, newline).unwrap();
+            super::write_ended(&mut v, line, end).unwrap();
             assert_eq!(v, want);
         }
     }
