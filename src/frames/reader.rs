@@ -25,10 +25,28 @@ use super::walk::{ZSTD_MAGIC, is_skippable};
 /// How much of one frame's output is held back until its checksum is checked.
 pub const HOLD_LIMIT: usize = 64 << 20;
 
-/// In a frame over [`HOLD_LIMIT`], a line not yet ended goes out this much at a time:
-/// held until its end, a line of 116 MB was in memory twice in the reader alone (as it
-/// was decoded, and as read from it), and three to four times packing snapshot frames.
-const PASS_AT: usize = 8 << 20;
+/// The sizes the reader works with. Under `cfg(fuzzing)` (set by `cargo fuzz`) they are
+/// small, so that a fuzzer's inputs of a few KB reach what frames over the limit do.
+#[cfg(not(fuzzing))]
+mod sizes {
+    /// [`super::HOLD_LIMIT`].
+    pub const HOLD: usize = super::HOLD_LIMIT;
+    /// In a frame over [`HOLD`], a line not yet ended goes out this much at a time: held
+    /// until its end, a line of 116 MB was in memory twice in the reader alone (as it was
+    /// decoded, and as read from it), and three to four times packing snapshot frames.
+    pub const PASS_AT: usize = 8 << 20;
+    /// What one step decodes at most.
+    pub const SCRATCH: usize = 128 << 10;
+}
+
+#[cfg(fuzzing)]
+mod sizes {
+    pub const HOLD: usize = 2 << 10;
+    pub const PASS_AT: usize = 256;
+    pub const SCRATCH: usize = 64;
+}
+
+use sizes::{HOLD, PASS_AT, SCRATCH};
 
 /// The output of a frame not yet verified, and whether a line ends in it: asked after each
 /// step of a frame over [`HOLD_LIMIT`], a search of the whole was quadratic in a long line
@@ -230,6 +248,12 @@ pub fn is_cut_end(line: &[u8]) -> bool {
     crate::json::validate(line).is_err()
 }
 
+/// Whether `line` (without its newline) is one JSON value, or blank: what a line of a
+/// torn frame must be to be kept ([`FrameReader::json_lines_end`]).
+pub fn is_json_line(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace) || !is_cut_end(line)
+}
+
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
@@ -246,7 +270,7 @@ impl<R: Read> FrameReader<R> {
             base: 0,
             eof: false,
             dctx: DCtx::create(),
-            scratch: vec![0; 128 * 1024],
+            scratch: vec![0; SCRATCH],
             ready: Vec::new(),
             ready_pos: 0,
             hold: Held::default(),
@@ -453,7 +477,7 @@ impl<R: Read> FrameReader<R> {
     /// damaged header may have swallowed the next frame), unless the frame is very large.
     fn keep_from(&self, at: u64) -> usize {
         match at.checked_sub(self.base) {
-            Some(rel) if self.start - rel as usize <= HOLD_LIMIT => rel as usize,
+            Some(rel) if self.start - rel as usize <= HOLD => rel as usize,
             _ => self.start,
         }
     }
@@ -492,7 +516,7 @@ impl<R: Read> FrameReader<R> {
                 // past the limit.
                 let over = self.released > 0
                     || self.passed
-                    || self.hold.bytes.len() + self.scratch.len() > HOLD_LIMIT;
+                    || self.hold.bytes.len() + self.scratch.len() > HOLD;
                 if over && self.hold.newline {
                     let out = self.hold.take();
                     let first = self.first_release();
@@ -671,20 +695,54 @@ impl<R: Read> FrameReader<R> {
             self.done = true;
             return Ok(());
         }
-        let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
+        let whole = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
+        let keep = self.json_lines_end(&out[..whole]);
         let lost = out.len() - keep;
         out.truncate(keep);
         self.release(out, self.first_release());
         // A line begun before the tear that its prefix does not end: the last line.
         self.give_carry();
+        let dropped = match keep < whole {
+            true => {
+                "from its first line that is not one JSON value on (damage that looks like \
+                     a tear: a tear leaves whole lines)"
+            }
+            false => "of a partial line",
+        };
         self.warn(&format!(
             "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
-             line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
-             a partial line",
+             line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) \
+             {dropped}",
             self.released + memchr::memchr_iter(b'\n', &self.ready).count() as u64
         ));
         self.done = true;
         Ok(())
+    }
+
+    /// Where the complete lines of a torn frame's decodable prefix stop being kept: at the
+    /// first that is not one JSON value (blank lines pass). A tear leaves lines that decoded
+    /// right, but damage can look like a tear: a raw block's size flipped larger, in a frame
+    /// that states no content size, runs on to the end of the file and gives the frame's
+    /// compressed bytes and checksum as lines. The first line goes on from the carry; it is
+    /// not judged when its head went out already, or when it may be the cut end of a line
+    /// that skipped damage cut ([`FrameReader::release`] drops that).
+    fn json_lines_end(&self, lines: &[u8]) -> usize {
+        let mut at = 0;
+        for line in lines.split_inclusive(|&b| b == b'\n') {
+            let text = &line[..line.len() - 1];
+            let kept = if at == 0 && (self.open || self.suspect) {
+                true
+            } else if at == 0 && !self.carry.is_empty() {
+                is_json_line(&[&self.carry[..], text].concat())
+            } else {
+                is_json_line(text)
+            };
+            if !kept {
+                return at;
+            }
+            at += line.len();
+        }
+        at
     }
 
     /// Whether a frame that decodes whole (or an index) begins after the first byte of the
