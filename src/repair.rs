@@ -23,7 +23,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use crate::frames::audit;
 use crate::frames::decode::{self, LineStats, Outcome};
 use crate::frames::index::{Entry, Index};
-use crate::frames::reader::{is_cut_end, is_json_line};
+use crate::frames::reader::is_cut_end;
 use crate::frames::walk::{self, End, Kind, Span, ZSTD_MAGIC};
 use crate::frames::writer::{FrameMeta, FrameWriter};
 use crate::intern;
@@ -613,7 +613,7 @@ impl Salvager<'_> {
             return Ok(());
         }
         let mut src = self.bytes(offset, self.len - offset)?;
-        let (mut kept, mut read, mut decoded, mut not_json) = (0, 0, 0, 0);
+        let (mut kept, mut read, mut decoded) = (0, 0, 0);
         let carried = std::mem::take(&mut self.carry);
         let had = carried.len();
         let (_, mut pending) = frame_lines(&mut src, carried, |line, glue| {
@@ -621,12 +621,6 @@ impl Salvager<'_> {
             decoded += line.len() as u64 + 1;
             if let Some(n) = self.cut.take().filter(|_| is_cut_end(line)) {
                 self.lose(offset, self.len, Some(n), CUT_END.to_string());
-                return Ok(());
-            }
-            // A tear leaves lines that decoded right: from the first that is not JSON on,
-            // this is damage that passes for a tear, as readers judge it.
-            if not_json > 0 || !is_json_line(line) {
-                not_json += 1;
                 return Ok(());
             }
             let written = match self.readers.verdict(line, glue)? {
@@ -644,11 +638,6 @@ impl Salvager<'_> {
             Ok(())
         })?;
         out.flush_frame()?;
-        if not_json > 0 {
-            let why = "lines of a torn final frame from the first that is not one JSON value on \
-                       (damage that passes for a tear: a tear leaves whole lines)";
-            self.lose(offset, self.len, Some(not_json), why.to_string());
-        }
         // What the frame's blocks gave: its lines, and what follows the last (the carried
         // bytes the first line began with were an earlier frame's).
         let decoded = decoded + pending.len() as u64 - had as u64;

@@ -49,7 +49,7 @@ mod sizes {
 use sizes::{HOLD, PASS_AT, SCRATCH};
 
 /// The output of a frame not yet verified, and whether a line ends in it: asked after each
-/// step of a frame over [`HOLD_LIMIT`], a search of the whole was quadratic in a long line
+/// step of a frame over [`HOLD`], a search of the whole was quadratic in a long line
 /// (a frame of one 300 MB line took 12 s to unpack).
 #[derive(Default)]
 struct Held {
@@ -207,7 +207,7 @@ pub struct FrameReader<R: Read> {
     /// Where the frame being decoded starts, while inside one.
     frame_start: Option<u64>,
     /// Complete lines of the frame being decoded already made ready, before its checksum
-    /// (a frame over [`HOLD_LIMIT`] releases them as they come).
+    /// (a frame over [`HOLD`] releases them as they come).
     released: u64,
     /// Whether the first bytes of a line not yet ended went out from the frame being
     /// decoded ([`PASS_AT`]): like a line released, damage after them is an error, and a
@@ -246,12 +246,6 @@ pub struct FrameReader<R: Read> {
 pub fn is_cut_end(line: &[u8]) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     crate::json::validate(line).is_err()
-}
-
-/// Whether `line` (without its newline) is one JSON value, or blank: what a line of a
-/// torn frame must be to be kept ([`FrameReader::json_lines_end`]).
-pub fn is_json_line(line: &[u8]) -> bool {
-    line.iter().all(u8::is_ascii_whitespace) || !is_cut_end(line)
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -695,58 +689,24 @@ impl<R: Read> FrameReader<R> {
             self.done = true;
             return Ok(());
         }
-        let whole = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
-        let keep = self.json_lines_end(&out[..whole]);
+        let keep = memchr::memrchr(b'\n', &out).map_or(0, |k| k + 1);
         let lost = out.len() - keep;
         out.truncate(keep);
         self.release(out, self.first_release());
         // A line begun before the tear that its prefix does not end: the last line.
         self.give_carry();
-        let dropped = match keep < whole {
-            true => {
-                "from its first line that is not one JSON value on (damage that looks like \
-                     a tear: a tear leaves whole lines)"
-            }
-            false => "of a partial line",
-        };
         self.warn(&format!(
             "the final frame at byte {at} is torn (the input ends inside it): kept {} complete \
-             line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) \
-             {dropped}",
+             line(s) of its decodable prefix, UNVERIFIED (no checksum); dropped {lost} byte(s) of \
+             a partial line",
             self.released + memchr::memchr_iter(b'\n', &self.ready).count() as u64
         ));
         self.done = true;
         Ok(())
     }
 
-    /// Where the complete lines of a torn frame's decodable prefix stop being kept: at the
-    /// first that is not one JSON value (blank lines pass). A tear leaves lines that decoded
-    /// right, but damage can look like a tear: a raw block's size flipped larger, in a frame
-    /// that states no content size, runs on to the end of the file and gives the frame's
-    /// compressed bytes and checksum as lines. The first line goes on from the carry; it is
-    /// not judged when its head went out already, or when it may be the cut end of a line
-    /// that skipped damage cut ([`FrameReader::release`] drops that).
-    fn json_lines_end(&self, lines: &[u8]) -> usize {
-        let mut at = 0;
-        for line in lines.split_inclusive(|&b| b == b'\n') {
-            let text = &line[..line.len() - 1];
-            let kept = if at == 0 && (self.open || self.suspect) {
-                true
-            } else if at == 0 && !self.carry.is_empty() {
-                is_json_line(&[&self.carry[..], text].concat())
-            } else {
-                is_json_line(text)
-            };
-            if !kept {
-                return at;
-            }
-            at += line.len();
-        }
-        at
-    }
-
     /// Whether a frame that decodes whole (or an index) begins after the first byte of the
-    /// frame at `at`, whose bytes are still held (not so for one over [`HOLD_LIMIT`]).
+    /// frame at `at`, whose bytes are still held (not so for one over [`HOLD`]).
     /// `start` stays where it was.
     fn good_frame_after(&mut self, at: u64) -> io::Result<bool> {
         let Some(rel) = at.checked_sub(self.base) else {
