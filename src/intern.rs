@@ -2125,7 +2125,9 @@ impl<W: Framed> Write for InternWriter<W> {
     }
 
     /// A whole line and its end, `\n` or `\r\n` ([`crate::io::write_ended`]), are interned
-    /// where they lie: gathered first, a line of 4 MB cost a copy and its room.
+    /// where they lie: gathered first, a line of 4 MB cost a copy and its room. Such a line
+    /// is never streamed ([`Writer::streaming`]), which is for lines that would have to be
+    /// gathered; the snapshot rows it is asked of are not written so.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match bufs {
             [line, end]

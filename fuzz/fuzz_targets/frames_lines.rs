@@ -85,7 +85,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((knobs, text)) = data.split_first_chunk::<4>() else {
         return;
     };
-    let lines: Vec<Vec<u8>> = text.split(|&b| b == b'\n').map(line_of).collect();
+    // A CRLF log's lines end in `\r` before the newline.
+    let crlf = knobs[0] & 8 != 0;
+    let lines: Vec<Vec<u8>> = text
+        .split(|&b| b == b'\n')
+        .map(|t| [line_of(t), if crlf { b"\r".to_vec() } else { vec![] }].concat())
+        .collect();
     let mut plain = Vec::new();
     for l in &lines {
         plain.extend_from_slice(l);
@@ -134,7 +139,7 @@ fuzz_target!(|data: &[u8]| {
                 "{mode:?}: the file untouched did not read back"
             );
         }
-        let judged = match unverified(r.notices()) {
+        let judged = match unverified(&r.notices()) {
             Some(n) if flipped => before_last_lines(&out, n),
             _ => &out[..],
         };
