@@ -290,7 +290,7 @@ fn read_ahead<R: Read + Send + 'static>(
         count: Box::new(move || Health::lock(&counted).notices.len()),
         show: Box::new(move |upto| {
             for notice in &Health::lock(&shown).notices[printed..upto] {
-                eprintln!("sess: warning: {notice}");
+                crate::tell!("sess: warning: {notice}");
             }
             printed = upto;
         }),
@@ -463,7 +463,9 @@ impl Rebuilder {
             Ok(line) => line,
             Err(e @ Error::Invalid { .. }) if o.skip_corrupt => {
                 if !o.collect {
-                    eprintln!("sess: warning: {e}; the line is skipped (--recovery skip-corrupt)");
+                    crate::tell!(
+                        "sess: warning: {e}; the line is skipped (--recovery skip-corrupt)"
+                    );
                 }
                 Health::lock(o.health).notices.push(e.to_string());
                 self.lost = true;
@@ -486,7 +488,7 @@ fn cut_short(name: &str, size: u64, read: u64, health: &Mutex<Health>, collect: 
          another program while it was read?); the lines before are what was read"
     );
     if !collect {
-        eprintln!("sess: warning: {notice}");
+        crate::tell!("sess: warning: {notice}");
     }
     Health::lock(health).notices.push(notice);
 }

@@ -1479,6 +1479,19 @@ fn a_long_line_of_a_frame_too_large_to_hold_goes_out_as_it_decodes() {
     );
     let err = read(cut, Recovery::Absolute).0.err();
     assert!(err.is_some_and(|e| e.contains("ends inside the frame")));
+    // Damage found at the end of such a frame is an error that says what went out: it
+    // said "after some of its lines were output" when a reader of one line had none.
+    let mut bad = file.clone();
+    *bad.last_mut().unwrap() ^= 1;
+    let err = read(&bad, Recovery::SkipCorrupt).0.unwrap_err();
+    assert!(err.contains("of its lines were passed on"), "{err}");
+    let mut bad = one_frame(&l1);
+    *bad.last_mut().unwrap() ^= 1;
+    let err = read(&bad, Recovery::SkipCorrupt).0.unwrap_err();
+    assert!(
+        err.contains("after the start of a line in it was passed on"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -347,3 +347,32 @@ fn stats_keeps_at_most_ten_thousand_kinds_apart() {
     };
     assert_eq!(named("m"), 500);
 }
+
+/// A closed stderr (`sess repair log 2>&1 | head -2`) cost the repaired file: printing the
+/// report panicked (exit 101, "failed printing to stderr") before the output was finished.
+#[test]
+fn a_closed_stderr_does_not_cost_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bad.jsonl");
+    let lines: String = (0..50)
+        .map(|i| match i % 2 {
+            0 => format!("{{\"i\":{i}}}\n"),
+            _ => format!("not json {i}\n"),
+        })
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let fixed = dir.path().join("fixed.jsonl");
+    // A pipe whose reading end is gone: every write to it fails (EPIPE).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_sess"))
+        .args(["repair", "-o"])
+        .arg(&fixed)
+        .arg(&log)
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let kept = std::fs::read_to_string(&fixed).unwrap();
+    assert_eq!(kept.lines().count(), 25);
+}

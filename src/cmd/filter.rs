@@ -181,15 +181,15 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             .iter()
             .map(|(file, profile)| serde_json::json!({"file": file, "profile": profile}))
             .collect();
-        eprintln!("{report}");
+        sess::tell!("{report}");
         return done;
     }
     done?;
     if args.stats {
-        eprint!(
+        sess::tell!(
             "sess filter: profile {}\n{}",
             profiles_used(&used),
-            filter.render_counts()
+            filter.render_counts().trim_end_matches('\n')
         );
     }
     Ok(())

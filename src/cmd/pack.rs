@@ -194,12 +194,14 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             "index_bytes": index_bytes,
             "bytes_out": written,
         });
-        eprintln!("{report}");
+        sess::tell!("{report}");
     } else if args.stats {
-        eprintln!(
+        sess::tell!(
             "sess pack: {} events in, {} of them packed into {} rows; \
              {refs} repeated values ({bytes} bytes) written as references",
-            c.events, c.packed_events, c.rows
+            c.events,
+            c.packed_events,
+            c.rows
         );
     }
     Ok(())

@@ -233,11 +233,12 @@ impl Printer<'_> {
         })?;
         if let Some(gap) = tail.dropped() {
             let line = gap.first_dropped.unwrap_or_default();
-            eprintln!(
+            sess::tell!(
                 "sess: warning: {}:{line}: {} batch(es) from here on were not applied: lines \
                  before them were lost to damage, and they build on those (each list goes on \
                  at its next base batch)",
-                self.name, gap.dropped
+                self.name,
+                gap.dropped
             );
             self.replayed.dropped = gap.dropped;
         }
@@ -270,7 +271,7 @@ impl Printer<'_> {
         if strict {
             bail!("{what}");
         }
-        eprintln!("sess: warning: {what}; ignored, the value is the one before it");
+        sess::tell!("sess: warning: {what}; ignored, the value is the one before it");
         Ok(())
     }
 

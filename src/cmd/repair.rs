@@ -150,7 +150,7 @@ pub fn run(mut args: Args) -> Result<()> {
         return done;
     }
     let done = super::told_before_report(done);
-    eprintln!("{}", report_json(&name, &report));
+    sess::tell!("{}", report_json(&name, &report));
     done
 }
 
@@ -213,24 +213,24 @@ fn print_report(name: &str, report: &RepairReport) {
             report.torn_lines_kept
         );
     }
-    eprintln!("{kept}");
+    sess::tell!("{kept}");
     if report.unchecked_frames > 0 {
-        eprintln!(
+        sess::tell!(
             "sess repair: {name}: {} frame(s) have no content checksum: kept, but nothing \
              vouches for their bytes",
             report.unchecked_frames
         );
     }
     if let Some(line) = report.newline_added {
-        eprintln!(
+        sess::tell!(
             "sess repair: {name}: line {line} had no final newline; it is a whole JSON value, \
              so it was kept and the newline added"
         );
     }
     if report.losses.is_empty() {
-        eprintln!("sess repair: {name}: nothing was lost");
+        sess::tell!("sess repair: {name}: nothing was lost");
     }
     for loss in &report.losses {
-        eprintln!("sess repair: {name}: lost {loss}");
+        sess::tell!("sess repair: {name}: lost {loss}");
     }
 }

@@ -16,6 +16,17 @@ pub mod writers;
 pub use lines::{Ending, Line, LineReader};
 pub use sink::Sink;
 
+/// [`eprintln!`], except that a closed stderr (`sess repair log 2>&1 | head -2`) is not a
+/// panic: what a command writes matters more than what it says, and the panic lost it
+/// (`repair` wrote no file).
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Writes `line` and, when `newline`, its newline: in one vectored write where `out` takes
 /// both at once (a writer that looks at whole lines then reads the line where it lies,
 /// without gathering a copy of it first), the rest as [`Write::write_all`] would.

@@ -958,7 +958,7 @@ impl Chooser {
         if let Err(e) = self.overrides.apply(&mut p)
             && !self.told.replace(true)
         {
-            eprintln!("sess: warning: {e}");
+            crate::tell!("sess: warning: {e}");
         }
         p
     }
