@@ -1036,6 +1036,52 @@ fn a_torn_final_frame_never_reports_fewer_lines_lost_than_it_lost() {
     assert!(unknown > 0 && known > 0, "{unknown} unknown, {known} known");
 }
 
+/// A flip in a zstd file's magic made it read as plain text, and repair kept the bits of
+/// compressed data that parse as JSON (`3`, `9E3`) as lines, exit 0.
+#[test]
+fn repair_of_a_file_whose_zstd_magic_took_a_flip_keeps_frames_not_fragments() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, data) = packed_file(dir.path(), 400, 1024);
+    let file = std::fs::read(&path).unwrap();
+    let all = String::from_utf8(data).unwrap();
+    let fixed = dir.path().join("fixed.zst");
+    for byte in 0..4 {
+        for bit in 0..8 {
+            let mut bad = file.clone();
+            bad[byte] ^= 1 << bit;
+            std::fs::write(&path, &bad).unwrap();
+            sess()
+                .args(["repair", "-f", "-o"])
+                .arg(&fixed)
+                .arg(&path)
+                .assert()
+                .success()
+                .stderr(predicate::str::contains("lost bytes 0.."));
+            let got = String::from_utf8(stdout_ok(sess().arg("cat").arg(&fixed))).unwrap();
+            assert!(
+                got.lines().all(|l| all.lines().any(|d| d == l)),
+                "flip {byte}:{bit}: {got}"
+            );
+            // Only the first frame is lost.
+            assert!(got.len() > all.len() * 9 / 10, "flip {byte}:{bit}");
+        }
+    }
+    // Of one frame, nothing survives: an error, and no file.
+    let one = dir.path().join("one.zst");
+    let mut bad = zstd::encode_all(all.as_bytes(), 3).unwrap();
+    bad[0] ^= 0x80;
+    std::fs::write(&one, &bad).unwrap();
+    std::fs::remove_file(&fixed).unwrap();
+    sess()
+        .args(["repair", "-o"])
+        .arg(&fixed)
+        .arg(&one)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no complete record survived"));
+    assert!(!fixed.exists());
+}
+
 #[test]
 fn repair_keeps_good_frames_and_reports_losses() {
     let dir = tempfile::tempdir().unwrap();

@@ -108,6 +108,7 @@ pub fn run(mut args: Args) -> Result<()> {
         Some(Compression::Gzip) => {
             bail!("{name}: a gzip file: repair reads plain and zstd logs (gzip -dc it first)")
         }
+        Some(Compression::Plain) if magic_took_a_flip(&f) => Compression::Zstd,
         Some(c) => c,
     };
     // A log still being written is not replaced (checked again before it would be).
@@ -152,6 +153,19 @@ pub fn run(mut args: Args) -> Result<()> {
     let done = super::told_before_report(done);
     sess::tell!("{}", report_json(&name, &report));
     done
+}
+
+/// Whether the file begins with three of the four bytes of zstd's magic: a zstd file whose
+/// magic took a flip, which would read as plain text, and the plain salvage would keep
+/// the bits of compressed data that parse as JSON (lines `3`, `9E3`). Its salvage as zstd
+/// finds the frames after the damage. No text log begins so (0xb5 and 0xfd are not UTF-8
+/// there).
+fn magic_took_a_flip(f: &File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 4];
+    let magic = sess::frames::walk::ZSTD_MAGIC.to_le_bytes();
+    f.read_exact_at(&mut head, 0).is_ok()
+        && head.iter().zip(magic).filter(|(a, b)| **a == *b).count() == 3
 }
 
 /// For `--in-place` (`before`: the file as it was opened): fails when the file is being
