@@ -208,7 +208,7 @@ pub fn newline_for(name: &str, line: &Line<'_>, last: LastLine) -> Option<bool> 
 /// The warning about a last line without a newline, at `place` (`file:line`): `len` bytes
 /// at byte `offset`, and what was made of it.
 pub fn say_last_line(place: &str, len: usize, offset: u64, what: &str) {
-    crate::tell!(
+    crate::io::tell!(
         "sess: warning: {place}: the last line has no final newline ({len} bytes at byte \
          offset {offset}); {what}"
     );

@@ -290,7 +290,7 @@ fn read_ahead<R: Read + Send + 'static>(
         count: Box::new(move || Health::lock(&counted).notices.len()),
         show: Box::new(move |upto| {
             for notice in &Health::lock(&shown).notices[printed..upto] {
-                crate::tell!("sess: warning: {notice}");
+                crate::io::tell!("sess: warning: {notice}");
             }
             printed = upto;
         }),
@@ -463,7 +463,7 @@ impl Rebuilder {
             Ok(line) => line,
             Err(e @ Error::Invalid { .. }) if o.skip_corrupt => {
                 if !o.collect {
-                    crate::tell!(
+                    crate::io::tell!(
                         "sess: warning: {e}; the line is skipped (--recovery skip-corrupt)"
                     );
                 }
@@ -488,7 +488,7 @@ fn cut_short(name: &str, size: u64, read: u64, health: &Mutex<Health>, collect: 
          another program while it was read?); the lines before are what was read"
     );
     if !collect {
-        crate::tell!("sess: warning: {notice}");
+        crate::io::tell!("sess: warning: {notice}");
     }
     Health::lock(health).notices.push(notice);
 }

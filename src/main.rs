@@ -19,11 +19,11 @@ fn main() -> ExitCode {
     // Temporary output files must not outlive a Ctrl-C; without the handler a signal would
     // kill the process before it could remove them.
     if let Err(e) = sess::io::signals::install() {
-        sess::tell!("sess: warning: cannot handle signals: {e}");
+        sess::io::tell!("sess: warning: cannot handle signals: {e}");
     }
     let g = cli.global;
     for problem in sess::profile::registry::problems() {
-        sess::tell!(
+        sess::io::tell!(
             "sess: warning: a profile in ${}: {problem}",
             sess::profile::registry::PATH_VAR
         );
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
             ExitCode::from(sess::io::signals::exit_status(sig))
         }
         Err(e) => {
-            sess::tell!("sess: error: {e:#}");
+            sess::io::tell!("sess: error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -67,7 +67,7 @@ fn usage(e: clap::Error) -> ExitCode {
     match written {
         // A reader that went away (`sess --help | head -1`) is not an error.
         Err(w) if to_stdout && w.kind() != std::io::ErrorKind::BrokenPipe => {
-            sess::tell!("sess: error: cannot write to stdout: {w}");
+            sess::io::tell!("sess: error: cannot write to stdout: {w}");
             ExitCode::FAILURE
         }
         _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),

@@ -119,7 +119,7 @@ impl Tally {
     /// Says the input's bad lines, if it had any, on stderr.
     pub fn warn(&self, name: &str) {
         if let Some(warning) = self.summary(name) {
-            crate::tell!("sess: warning: {warning}");
+            crate::io::tell!("sess: warning: {warning}");
         }
     }
 

@@ -143,7 +143,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
     };
     super::settled(&mut sink, read)?;
     if select.seq.is_some() && !select.saw_seq.get() {
-        sess::tell!(
+        sess::io::tell!(
             "sess: warning: no event read has a top-level seq, so --seq selected none \
              (--lines selects by position)"
         );

@@ -175,7 +175,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         if args.undo {
             let had = compact::undo(dir, &mut each);
             if let Ok(false) = had {
-                sess::tell!(
+                sess::io::tell!(
                     "sess: warning: {}: no journal ({}): nothing was compacted with this folder \
                      given to compact --apply",
                     dir.display(),
@@ -186,7 +186,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
         } else {
             let found = sess::store::walk(std::slice::from_ref(dir));
             for e in &found.errors {
-                sess::tell!("sess: warning: {e}");
+                sess::io::tell!("sess: warning: {e}");
             }
             let bar =
                 progress.then(|| crate::cli::store_bar(found.logs.iter().map(|l| l.size).sum()));

@@ -181,12 +181,12 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             .iter()
             .map(|(file, profile)| serde_json::json!({"file": file, "profile": profile}))
             .collect();
-        sess::tell!("{report}");
+        sess::io::tell!("{report}");
         return done;
     }
     done?;
     if args.stats {
-        sess::tell!(
+        sess::io::tell!(
             "sess filter: profile {}\n{}",
             profiles_used(&used),
             filter.render_counts().trim_end_matches('\n')

@@ -99,7 +99,7 @@ pub fn told_before_report(done: Result<()>) -> Result<()> {
         if is_broken_pipe(&e) {
             return e;
         }
-        sess::tell!("sess: error: {e:#}");
+        sess::io::tell!("sess: error: {e:#}");
         anyhow::Error::new(Reported)
     })
 }

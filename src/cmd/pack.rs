@@ -194,9 +194,9 @@ pub fn run(args: Args, g: Global) -> Result<()> {
             "index_bytes": index_bytes,
             "bytes_out": written,
         });
-        sess::tell!("{report}");
+        sess::io::tell!("{report}");
     } else if args.stats {
-        sess::tell!(
+        sess::io::tell!(
             "sess pack: {} events in, {} of them packed into {} rows; \
              {refs} repeated values ({bytes} bytes) written as references",
             c.events,

@@ -233,7 +233,7 @@ impl Printer<'_> {
         })?;
         if let Some(gap) = tail.dropped() {
             let line = gap.first_dropped.unwrap_or_default();
-            sess::tell!(
+            sess::io::tell!(
                 "sess: warning: {}:{line}: {} batch(es) from here on were not applied: lines \
                  before them were lost to damage, and they build on those (each list goes on \
                  at its next base batch)",
@@ -271,7 +271,7 @@ impl Printer<'_> {
         if strict {
             bail!("{what}");
         }
-        sess::tell!("sess: warning: {what}; ignored, the value is the one before it");
+        sess::io::tell!("sess: warning: {what}; ignored, the value is the one before it");
         Ok(())
     }
 

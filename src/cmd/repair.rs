@@ -22,7 +22,9 @@ the complete lines of a torn final frame are compressed into a new frame; damage
 bytes that are not frames are dropped; a new frame index is written. Line ranges of lost \
 frames come from the old index when it survived. A packed line that refers to a value stored \
 in a lost frame can never be rebuilt: it is dropped and named as well (its frame written \
-again without it), so the output reads back whole.\n\n\
+again without it), so the output reads back whole. A file that begins with three of the \
+four bytes of zstd's magic is one whose magic was damaged: it is salvaged as compressed, \
+from the first frame after the damage.\n\n\
 A plain log: every line that is valid JSON is kept byte for byte (a first line behind a \
 UTF-8 byte-order mark too, with it); other lines (damaged, or a torn last line) are dropped \
 and reported.\n\n\
@@ -151,7 +153,7 @@ pub fn run(mut args: Args) -> Result<()> {
         return done;
     }
     let done = super::told_before_report(done);
-    sess::tell!("{}", report_json(&name, &report));
+    sess::io::tell!("{}", report_json(&name, &report));
     done
 }
 
@@ -227,24 +229,24 @@ fn print_report(name: &str, report: &RepairReport) {
             report.torn_lines_kept
         );
     }
-    sess::tell!("{kept}");
+    sess::io::tell!("{kept}");
     if report.unchecked_frames > 0 {
-        sess::tell!(
+        sess::io::tell!(
             "sess repair: {name}: {} frame(s) have no content checksum: kept, but nothing \
              vouches for their bytes",
             report.unchecked_frames
         );
     }
     if let Some(line) = report.newline_added {
-        sess::tell!(
+        sess::io::tell!(
             "sess repair: {name}: line {line} had no final newline; it is a whole JSON value, \
              so it was kept and the newline added"
         );
     }
     if report.losses.is_empty() {
-        sess::tell!("sess repair: {name}: nothing was lost");
+        sess::io::tell!("sess repair: {name}: nothing was lost");
     }
     for loss in &report.losses {
-        sess::tell!("sess repair: {name}: lost {loss}");
+        sess::io::tell!("sess repair: {name}: lost {loss}");
     }
 }

@@ -153,7 +153,7 @@ pub fn run(args: Args, g: Global) -> Result<()> {
                 true
             }
             Container::NoIndex(warning) => {
-                sess::tell!("sess: warning: {warning}");
+                sess::io::tell!("sess: warning: {warning}");
                 let name = format!("{}: ", input.name());
                 warnings.push(warning.strip_prefix(&name).unwrap_or(&warning).to_string());
                 false

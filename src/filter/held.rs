@@ -206,7 +206,7 @@ impl Holder {
                 // is held in memory.
                 Err(e) if at == 0 => {
                     let e = scratch(e, "create");
-                    crate::tell!("sess: warning: {e}; they stay in memory");
+                    crate::io::tell!("sess: warning: {e}; they stay in memory");
                     self.no_file = true;
                     return Ok(());
                 }

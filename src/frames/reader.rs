@@ -344,7 +344,7 @@ impl<R: Read> FrameReader<R> {
 
     fn warn(&mut self, msg: &str) {
         if !self.collect && !self.defer {
-            crate::tell!("sess: warning: {}: {msg}", self.name);
+            crate::io::tell!("sess: warning: {}: {msg}", self.name);
         }
         self.health().notices.push(format!("{}: {msg}", self.name));
     }
@@ -727,12 +727,12 @@ impl<R: Read> FrameReader<R> {
             // Said as it is: a reader of one long line had output nothing yet, and was
             // told that lines had gone out.
             let out = match self.released {
-                0 => "after the start of a line in it was passed on".to_string(),
+                0 => "after part of a line in it was passed on".to_string(),
                 n => format!("after {n} of its lines were passed on"),
             };
             return Err(invalid(format!(
                 "damage in the frame at byte {at} ({why}) {out}: a frame too large to hold \
-                 whole goes out before its checksum is checked, so no mode can skip it"
+                 whole goes out before its checksum is checked, so no mode can get past it"
             )));
         }
         if self.mode == Recovery::Absolute {

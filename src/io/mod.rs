@@ -22,10 +22,13 @@ pub use sink::Sink;
 #[macro_export]
 macro_rules! tell {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
     }};
 }
+
+/// [`tell!`](crate::tell!) where the layers see it: in `io`, below every module that speaks.
+pub use tell;
 
 /// Writes `line` and, when `newline`, its newline: in one vectored write where `out` takes
 /// both at once (a writer that looks at whole lines then reads the line where it lies,

@@ -958,7 +958,7 @@ impl Chooser {
         if let Err(e) = self.overrides.apply(&mut p)
             && !self.told.replace(true)
         {
-            crate::tell!("sess: warning: {e}");
+            crate::io::tell!("sess: warning: {e}");
         }
         p
     }

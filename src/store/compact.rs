@@ -759,7 +759,7 @@ fn keep_aside(aside: &Path) {
     );
     let kept = aside.with_file_name(kept_name);
     if fs::hard_link(aside, &kept).is_ok() && fs::remove_file(aside).is_ok() {
-        crate::tell!(
+        crate::io::tell!(
             "sess: warning: {}: a log an interrupted run set aside holds bytes the journal does \
              not know (written after it was packed?): kept as {}",
             aside.display(),
