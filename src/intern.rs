@@ -2086,9 +2086,7 @@ impl<W: Framed> InternWriter<W> {
         if self.pending.len() + rest.len() < STREAM_AT {
             return false;
         }
-        let mut head = self.pending[..self.pending.len().min(64)].to_vec();
-        head.extend_from_slice(&rest[..rest.len().min(64)]);
-        streams(&head)
+        streams(&crate::io::head_of(&self.pending, rest))
     }
 }
 

@@ -553,9 +553,7 @@ impl<R: Read> FrameReader<R> {
         let Some(whole) = self.whole.filter(|_| !self.open) else {
             return false;
         };
-        let mut head = self.carry[..self.carry.len().min(64)].to_vec();
-        head.extend_from_slice(&self.hold.bytes[..self.hold.bytes.len().min(64)]);
-        whole(&head)
+        whole(&crate::io::head_of(&self.carry, &self.hold.bytes))
     }
 
     /// Makes the bytes carried and `out`, the first bytes of a line not yet ended, ready

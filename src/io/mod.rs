@@ -30,6 +30,14 @@ macro_rules! tell {
 /// [`tell!`](crate::tell!) where the layers see it: in `io`, below every module that speaks.
 pub use tell;
 
+/// The first bytes of a line held in two parts, `a` and then `b`: up to 64 of each, what a
+/// test of how a line begins (its tag) reads.
+pub fn head_of(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut head = a[..a.len().min(64)].to_vec();
+    head.extend_from_slice(&b[..b.len().min(64)]);
+    head
+}
+
 /// Writes `line` and, when `newline`, its newline: in one vectored write where `out` takes
 /// both at once (a writer that looks at whole lines then reads the line where it lies,
 /// without gathering a copy of it first), the rest as [`Write::write_all`] would.
