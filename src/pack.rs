@@ -1064,7 +1064,7 @@ fn held_at(place: Place, e: io::Error) -> Error {
 }
 
 /// Where `line` of `name` is.
-fn line_at(name: &str, line: &crate::io::Line<'_>) -> Place {
+pub fn line_at(name: &str, line: &crate::io::Line<'_>) -> Place {
     Place::line(name, line.number).offset(line.offset)
 }
 

@@ -240,7 +240,7 @@ fn read_stream(
             &mut |_, _, _| Ok::<_, anyhow::Error>(false),
             &mut |_, name, ev| {
                 if ev.bytes.len() >= sess::pack::LONG_EVENT {
-                    let place = Place::line(name, ev.line.number).offset(ev.line.offset);
+                    let place = pack::line_at(name, ev.line);
                     return Ok(long_event(ev.bytes, ev.newline, place, pending, tx));
                 }
                 let full = {
