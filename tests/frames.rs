@@ -1540,16 +1540,27 @@ fn a_long_line_of_a_frame_too_large_to_hold_goes_out_as_it_decodes() {
     );
 }
 
+/// A line of 70 MiB that runs across two frames, as pzstd or `cat` of files may cut one:
+/// the first frame (over the 64 MiB a reader holds, so the line goes out in part as it
+/// decodes) ends 1000 bytes short of its end, and the second holds those, its newline and
+/// `lines`. Returns the line, the file, and where the second frame begins.
+fn a_line_across_frames(seed: u64, lines: &[u8]) -> (Vec<u8>, Vec<u8>, usize) {
+    let l1 = noise(70 << 20, seed);
+    let (head, tail) = l1.split_at(l1.len() - 1000);
+    let mut file = one_frame(head);
+    let second = file.len();
+    file.extend(one_frame(&[tail, b"\n", lines].concat()));
+    (l1, file, second)
+}
+
 #[test]
 fn damage_after_part_of_a_line_went_out_is_not_skipped() {
     // A frame of over 64 MiB that ends inside a line (as pzstd or `cat` of files may
     // cut), whose head went out as it decoded: skipping damage in the frame holding its
     // end would join that head to the lines after the damage. Stopping there ends it.
-    let (l1, lines) = (noise(70 << 20, 3), log(400));
+    let lines = log(400);
+    let (l1, mut file, second) = a_line_across_frames(3, &lines);
     let head = &l1[..l1.len() - 1000];
-    let mut file = one_frame(head);
-    let second = file.len();
-    file.extend(one_frame(&[&l1[head.len()..], b"\n", &lines].concat()));
     file.extend(one_frame(&lines));
     let mut bad = file.clone();
     bad[second + (file.len() - second) / 4] ^= 0x10;
@@ -1578,11 +1589,8 @@ fn a_tear_after_a_line_that_went_out_in_part_ends_keeps_that_line_whole() {
     // The line goes on into the next frame, which holds its end and the lines after it,
     // and is torn: the line ends in the decodable prefix, so it is kept whole, with the
     // complete lines after it, and the partial line at the tear is dropped.
-    let (l1, lines) = (noise(70 << 20, 5), log(4000));
-    let head = &l1[..l1.len() - 1000];
-    let mut file = one_frame(head);
-    let second = file.len();
-    file.extend(one_frame(&[&l1[head.len()..], b"\n", &lines].concat()));
+    let lines = log(4000);
+    let (l1, file, second) = a_line_across_frames(5, &lines);
     let cut = &file[..second + (file.len() - second) * 3 / 4];
     let (out, notices) = read(cut, Recovery::TolerateTail);
     let out = out.unwrap();
